@@ -1,0 +1,49 @@
+// `classroom-sync enqueue [FILE]`: NDJSON batch-created events from a file or stdin.
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { type PublishDeps, publishBatches } from '../events/publish.ts';
+import type { FieldProblem } from '../events/schema.ts';
+
+export interface EnqueueReport {
+  lines: number;
+  accepted: number;
+  duplicates: number;
+  rejected: { line: number; problems: FieldProblem[] }[];
+}
+
+const BATCH = 500;
+
+export async function enqueueNdjson(deps: PublishDeps, input: Readable, onProgress?: (report: EnqueueReport) => void): Promise<EnqueueReport> {
+  const report: EnqueueReport = { lines: 0, accepted: 0, duplicates: 0, rejected: [] };
+  let pending: { line: number; value: unknown }[] = [];
+  const flush = async () => {
+    const outcomes = await publishBatches(deps, pending.map((p) => p.value));
+    outcomes.forEach((outcome, i) => {
+      if (outcome.ok) {
+        report.accepted += 1;
+        if (outcome.duplicate) report.duplicates += 1;
+      } else report.rejected.push({ line: pending[i]!.line, problems: outcome.problems });
+    });
+    pending = [];
+    onProgress?.(report);
+  };
+  const lines = createInterface({ input, crlfDelay: Infinity });
+  for await (const text of lines) {
+    report.lines += 1;
+    if (text.trim() === '') continue;
+    try {
+      pending.push({ line: report.lines, value: JSON.parse(text) });
+    } catch (error) {
+      report.rejected.push({ line: report.lines, problems: [{ field: '(line)', reason: `is not valid JSON (${(error as Error).message})` }] });
+    }
+    if (pending.length >= BATCH) await flush();
+  }
+  if (pending.length) await flush();
+  report.rejected.sort((a, b) => a.line - b.line);
+  return report;
+}
+
+export function openInput(file: string | undefined): Readable {
+  return file && file !== '-' ? createReadStream(file, { encoding: 'utf8' }) : process.stdin;
+}

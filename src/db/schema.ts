@@ -1,0 +1,62 @@
+// The mapping table: one row per (institute, batch). Postgres is the source of truth for every batch;
+// Redis only holds the work still to do, and can be rebuilt from here.
+import { sql } from 'drizzle-orm';
+import { bigserial, index, integer, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+
+/**
+ * pending      recorded, nothing sent yet (or a send is known not to have happened)
+ * creating     an add-class POST may have been sent: its outcome must be resolved by reading, never by re-posting
+ * created      the ClassID is stored
+ * link_enabled edit-class enabled the public join link
+ * synced       ClassID and join link stored (terminal)
+ * failed       a permanent error or attempts exhausted (terminal; `retry` puts it back)
+ * needs_review an ambiguous create that an operator must settle (terminal; evidence stored)
+ */
+export const BATCH_STATES = ['pending', 'creating', 'created', 'link_enabled', 'synced', 'failed', 'needs_review'] as const;
+export type BatchState = (typeof BATCH_STATES)[number];
+export const TERMINAL_STATES: readonly BatchState[] = ['synced', 'failed', 'needs_review'];
+
+export const batchState = pgEnum('batch_state', BATCH_STATES);
+
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+
+export const batchClasses = pgTable(
+  'batch_classes',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    instituteId: text('institute_id').notNull(),
+    batchId: text('batch_id').notNull(),
+    /** The class name sent on add-class (after the name template); what a listing search matches on. */
+    className: text('class_name').notNull(),
+    classId: text('class_id'),
+    joinLink: text('join_link'),
+    state: batchState('state').notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    lastError: text('last_error'),
+    lastErrorKind: text('last_error_kind'),
+    /** The batch-created event exactly as accepted. */
+    event: jsonb('event').notNull(),
+    /** Why an operator must look (needs_review), with what was seen. */
+    review: jsonb('review'),
+    /** Fencing: every write by a runner carries the epoch it was granted; a newer epoch wins. */
+    leaseOwner: text('lease_owner'),
+    leaseEpoch: integer('lease_epoch').notNull().default(0),
+    leaseExpiresAt: ts('lease_expires_at'),
+    receivedAt: ts('received_at').notNull().defaultNow(),
+    createSentAt: ts('create_sent_at'),
+    classCreatedAt: ts('class_created_at'),
+    linkEnabledAt: ts('link_enabled_at'),
+    syncedAt: ts('synced_at'),
+    failedAt: ts('failed_at'),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('batch_classes_institute_batch_key').on(t.instituteId, t.batchId),
+    uniqueIndex('batch_classes_class_id_key').on(t.classId).where(sql`${t.classId} is not null`),
+    index('batch_classes_state_updated_idx').on(t.state, t.updatedAt),
+    index('batch_classes_institute_class_name_idx').on(t.instituteId, t.className),
+  ],
+);
+
+export type BatchRow = typeof batchClasses.$inferSelect;
+export type NewBatchRow = typeof batchClasses.$inferInsert;

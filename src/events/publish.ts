@@ -1,0 +1,117 @@
+// Accepting batch-created events. A batch is written to Postgres *before* it is acknowledged, then
+// put on the queue; if the queue write fails the batch is still safe (the sweep enqueues it).
+import { and, eq, inArray, or } from 'drizzle-orm';
+import type { Db } from '../db/client.ts';
+import { type BatchState, TERMINAL_STATES, batchClasses } from '../db/schema.ts';
+import type { Logger } from '../logger.ts';
+import { renderClassName } from '../sync/names.ts';
+import { type SyncQueue, syncJob } from '../sync/queue.ts';
+import { type BatchCreated, type FieldProblem, InvalidEventError, parseBatchCreated } from './schema.ts';
+
+export interface PublishDeps {
+  db: Db;
+  queue: SyncQueue;
+  logger: Logger;
+  defaults: { instituteId: string; classNameTemplate: string };
+}
+
+export interface AcceptedBatch {
+  batchId: string;
+  instituteId: string;
+  state: BatchState;
+  /** True when this batch was already recorded (a re-post is harmless). */
+  duplicate: boolean;
+  /** False when Redis could not take the job right now; the sweep will enqueue it. */
+  queued: boolean;
+}
+
+export type PublishOutcome = ({ ok: true } & AcceptedBatch) | { ok: false; index: number; problems: FieldProblem[] };
+
+const CHUNK = 1_000;
+
+/** Validates, records and enqueues one event. Throws InvalidEventError naming each bad field. */
+export async function publishBatchCreated(deps: PublishDeps, input: unknown): Promise<AcceptedBatch> {
+  const [outcome] = await publishBatches(deps, [input]);
+  if (!outcome!.ok) throw new InvalidEventError(outcome!.problems);
+  const { ok: _ok, ...accepted } = outcome!;
+  return accepted;
+}
+
+/** Many events at once; each valid one is accepted even when others are rejected. Order is kept. */
+export async function publishBatches(deps: PublishDeps, inputs: readonly unknown[]): Promise<PublishOutcome[]> {
+  const outcomes: PublishOutcome[] = new Array(inputs.length);
+  const valid: { index: number; event: BatchCreated }[] = [];
+  inputs.forEach((input, index) => {
+    const parsed = parseBatchCreated(input, deps.defaults.instituteId);
+    if (parsed.ok) valid.push({ index, event: parsed.event });
+    else outcomes[index] = { ok: false, index, problems: parsed.problems };
+  });
+  for (let start = 0; start < valid.length; start += CHUNK) {
+    const chunk = valid.slice(start, start + CHUNK);
+    const accepted = await recordChunk(deps, chunk.map((v) => v.event));
+    chunk.forEach((v, i) => {
+      outcomes[v.index] = { ok: true, ...accepted[i]! };
+    });
+  }
+  return outcomes;
+}
+
+async function recordChunk(deps: PublishDeps, events: BatchCreated[]): Promise<AcceptedBatch[]> {
+  const inserted = await deps.db
+    .insert(batchClasses)
+    .values(
+      events.map((e) => ({
+        instituteId: e.instituteId,
+        batchId: e.batchId,
+        className: renderClassName(deps.defaults.classNameTemplate, e),
+        event: e,
+      })),
+    )
+    .onConflictDoNothing({ target: [batchClasses.instituteId, batchClasses.batchId] })
+    .returning({ instituteId: batchClasses.instituteId, batchId: batchClasses.batchId });
+  const fresh = new Set(inserted.map((r) => keyOf(r)));
+  const states = await currentStates(deps.db, events);
+  const seen = new Set<string>();
+  const results = events.map((e) => {
+    const k = keyOf(e);
+    // The first occurrence of a key in this request is "new" if we inserted it; repeats are duplicates.
+    const duplicate = !fresh.has(k) || seen.has(k);
+    seen.add(k);
+    return { batchId: e.batchId, instituteId: e.instituteId, state: states.get(k) ?? 'pending', duplicate, queued: false };
+  });
+  // Re-posting a batch that is not finished re-enqueues it: harmless (one job id per batch), and it
+  // heals a batch whose first enqueue failed.
+  const queuedKeys = new Set<string>();
+  const toQueue = results.filter((r) => {
+    const k = keyOf(r);
+    if (TERMINAL_STATES.includes(r.state) || queuedKeys.has(k)) return false;
+    queuedKeys.add(k);
+    return true;
+  });
+  try {
+    await deps.queue.addBulk(toQueue.map((r) => syncJob(r)));
+    for (const r of results) r.queued = queuedKeys.has(keyOf(r));
+  } catch (error) {
+    deps.logger.warn({ err: error, batches: toQueue.length }, 'batches recorded but not queued (Redis unavailable); the sweep will enqueue them');
+  }
+  return results;
+}
+
+async function currentStates(db: Db, events: BatchCreated[]): Promise<Map<string, BatchState>> {
+  const byInstitute = new Map<string, string[]>();
+  for (const e of events) {
+    const ids = byInstitute.get(e.instituteId);
+    if (ids) ids.push(e.batchId);
+    else byInstitute.set(e.instituteId, [e.batchId]);
+  }
+  const rows = await db
+    .select({ instituteId: batchClasses.instituteId, batchId: batchClasses.batchId, state: batchClasses.state })
+    .from(batchClasses)
+    .where(or(...[...byInstitute].map(([institute, ids]) => and(eq(batchClasses.instituteId, institute), inArray(batchClasses.batchId, ids)))));
+  return new Map(rows.map((r) => [keyOf(r), r.state]));
+}
+
+function keyOf(k: { instituteId: string; batchId: string }): string {
+  return `${k.instituteId}\u0000${k.batchId}`;
+}
+

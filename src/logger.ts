@@ -1,0 +1,76 @@
+// The pino root. Secrets never reach a line: known secret paths are censored, join links are
+// masked to a short prefix, and errors are reduced to whitelisted fields (so an HTTP client's
+// error can never drag its request headers into a log).
+import pino, { type Logger } from 'pino';
+import { isClassroomError } from './classroom/errors.ts';
+
+export type { Logger };
+
+const SECRET_PATHS = [
+  'authorization',
+  '*.authorization',
+  'headers.authorization',
+  '*.headers.authorization',
+  'headers["x-api-key"]',
+  '*.headers["x-api-key"]',
+  'apiKey',
+  '*.apiKey',
+  'xApiKey',
+  '*.xApiKey',
+  'apiToken',
+  '*.apiToken',
+  'token',
+  '*.token',
+  'password',
+  '*.password',
+];
+
+/** Shows enough of a join link to tell two apart, never enough to join the class. */
+export function maskJoinLink(link: string | null | undefined): string | null {
+  if (!link) return link ?? null;
+  let prefix: string;
+  try {
+    const url = new URL(link);
+    prefix = `${url.protocol}//${url.host}/`;
+  } catch {
+    prefix = '';
+  }
+  return `${prefix}…(${link.length} chars)`;
+}
+
+/** Turns any thrown value into a log-safe object: name, message, kind, status, code, stack. */
+export function serializeError(error: unknown): Record<string, unknown> {
+  if (isClassroomError(error)) return { type: error.name, ...error.toSafeJSON(), stack: error.stack };
+  if (error instanceof Error) {
+    const { code } = error as { code?: unknown };
+    return { type: error.name, message: error.message, ...(code === undefined ? {} : { code }), stack: error.stack };
+  }
+  return { type: typeof error, message: String(error) };
+}
+
+export interface LoggerOptions {
+  level?: string;
+  pretty?: boolean;
+  destination?: pino.DestinationStream;
+}
+
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const base: pino.LoggerOptions = {
+    level: options.level ?? 'info',
+    base: { service: 'classroom-sync' },
+    redact: {
+      paths: [...SECRET_PATHS, 'joinLink', '*.joinLink', 'joinMagicLink', '*.joinMagicLink'],
+      censor: (value, path) => {
+        const key = path[path.length - 1] ?? '';
+        return /joinLink|joinMagicLink/i.test(key) && typeof value === 'string' ? maskJoinLink(value) : '[redacted]';
+      },
+    },
+    serializers: { err: serializeError, error: serializeError },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
+  if (options.destination) return pino(base, options.destination);
+  if (options.pretty) {
+    return pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } });
+  }
+  return pino(base);
+}

@@ -1,0 +1,48 @@
+// The one place where a sync run's outcome becomes BullMQ behaviour.
+import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import { and, eq, notInArray, sql } from 'drizzle-orm';
+import type { Db } from '../db/client.ts';
+import { TERMINAL_STATES, batchClasses } from '../db/schema.ts';
+import { DeferError, LeaseLostError, PermanentSyncError } from './errors.ts';
+import { type SyncDeps, runBatch } from './machine.ts';
+import type { SyncJobData, SyncResult } from './queue.ts';
+
+export function createSyncProcessor(deps: SyncDeps) {
+  return async function processSyncJob(job: Job<SyncJobData, SyncResult>, token?: string): Promise<SyncResult> {
+    const key = { instituteId: job.data.instituteId, batchId: job.data.batchId };
+    const log = deps.logger.child({ batchId: key.batchId, jobId: job.id });
+    const attempt = job.attemptsMade + 1;
+    try {
+      const outcome = await runBatch({ ...deps, logger: log }, key, attempt);
+      return { state: outcome.state, classId: outcome.classId };
+    } catch (error) {
+      if (error instanceof DeferError || error instanceof LeaseLostError) {
+        // Not a failed attempt: wait and run again (lease elsewhere, settle delay, 429).
+        const delay = error instanceof DeferError ? error.delayMs : 1_000;
+        await job.moveToDelayed(Date.now() + delay, token);
+        throw new DelayedError(error.message);
+      }
+      if (error instanceof PermanentSyncError) throw new UnrecoverableError(error.message);
+      if (attempt >= (job.opts.attempts ?? 1)) {
+        await markExhausted(deps.db, key, error);
+        log.warn({ attempt }, 'attempts exhausted; batch failed');
+      }
+      throw error;
+    }
+  };
+}
+
+/** The last attempt failed: record `failed` with the last error (a later `retry` resumes safely). */
+async function markExhausted(db: Db, key: { instituteId: string; batchId: string }, error: unknown): Promise<void> {
+  const message = error instanceof Error ? error.message : String(error);
+  await db
+    .update(batchClasses)
+    .set({ state: 'failed', failedAt: sql`now()`, lastError: `attempts exhausted: ${message}`, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(batchClasses.instituteId, key.instituteId),
+        eq(batchClasses.batchId, key.batchId),
+        notInArray(batchClasses.state, [...TERMINAL_STATES]),
+      ),
+    );
+}
