@@ -1,7 +1,7 @@
 // `classroom-sync status [BATCH_ID]`: counts by state, or one batch's mapping.
 import { and, count, eq } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { BATCH_STATES, type BatchState, batchClasses } from '../db/schema.ts';
+import { BATCH_STATES, type BatchState, batchClasses } from '../db/schema/index.ts';
 import { maskJoinLink } from '../logger.ts';
 
 export async function countByState(db: Db): Promise<Record<BatchState, number>> {

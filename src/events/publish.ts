@@ -2,7 +2,7 @@
 // put on the queue; if the queue write fails the batch is still safe (the sweep enqueues it).
 import { and, eq, inArray, or } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { type BatchState, TERMINAL_STATES, batchClasses } from '../db/schema.ts';
+import { type BatchState, TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
 import type { Logger } from '../logger.ts';
 import { renderClassName } from '../sync/names.ts';
 import { type SyncQueue, syncJob } from '../sync/queue.ts';

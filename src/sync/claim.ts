@@ -1,6 +1,6 @@
 import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { batchClasses } from '../db/schema.ts';
+import { batchClasses } from '../db/schema/index.ts';
 import type { Logger } from '../logger.ts';
 
 /**

@@ -4,7 +4,7 @@
 import { and, eq, gt, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.ts';
-import { type BatchRow, TERMINAL_STATES, batchClasses } from '../db/schema.ts';
+import { type BatchRow, TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
 import type { BatchKey } from './keys.ts';
 import { LeaseLostError } from './errors.ts';
 

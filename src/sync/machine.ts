@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm';
 import type { ClassroomClient } from '../classroom/client.ts';
 import { isClassroomError } from '../classroom/errors.ts';
 import type { Db } from '../db/client.ts';
-import type { BatchRow, BatchState } from '../db/schema.ts';
+import type { BatchRow, BatchState } from '../db/schema/index.ts';
 import type { Logger } from '../logger.ts';
 import type { RateLimiter } from '../ratelimit/limiter.ts';
 import { DeferError, LeaseLostError, PermanentSyncError } from './errors.ts';

@@ -2,7 +2,7 @@
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { and, eq, notInArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { TERMINAL_STATES, batchClasses } from '../db/schema.ts';
+import { TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
 import { DeferError, LeaseLostError, PermanentSyncError } from './errors.ts';
 import { type SyncDeps, runBatch } from './machine.ts';
 import type { SyncJobData, SyncResult } from './queue.ts';

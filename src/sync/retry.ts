@@ -2,7 +2,7 @@
 // is known to have happened, so a retry can never send a second add-class for a class that may exist.
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { type BatchState, batchClasses } from '../db/schema.ts';
+import { type BatchState, batchClasses } from '../db/schema/index.ts';
 import type { BatchKey } from './keys.ts';
 import type { SyncQueue } from './queue.ts';
 import { requeue } from './sweep.ts';

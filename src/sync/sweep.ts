@@ -3,7 +3,7 @@
 // unfinished batch that has no live job back on the queue.
 import { and, asc, isNull, lt, notInArray, or, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { TERMINAL_STATES, batchClasses } from '../db/schema.ts';
+import { TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
 import type { Logger } from '../logger.ts';
 import { jobIdFor } from './keys.ts';
 import { type SyncQueue, syncJob } from './queue.ts';
