@@ -1,0 +1,29 @@
+// What the sandbox's route modules share. Built once by startSandbox.
+import type { SandboxCredentials } from './auth.ts';
+import type { FaultController } from './faults.ts';
+import type { RateLimiter } from './rateLimit.ts';
+import type { RecordContext } from './records.ts';
+import type { HangRegistry } from './respond.ts';
+import type { CallStats } from './stats.ts';
+import type { SandboxStore } from './store.ts';
+
+export interface SandboxContext {
+  credentials: SandboxCredentials;
+  /** Where hand-made classes go when the request names no institute. */
+  defaultInstituteId: string;
+  addClassPath: string;
+  editClassMethod: 'POST' | 'PUT';
+  store: SandboxStore;
+  faults: FaultController;
+  stats: CallStats;
+  rateLimiter: RateLimiter;
+  hangs: HangRegistry;
+  records: RecordContext;
+  clock: () => number;
+  /** Aborted when the sandbox closes, so latency sleeps end at once. */
+  closing: AbortSignal;
+  /** The seed the PRNG streams currently replay from. */
+  seed(): number;
+  /** Empties store, counters and rate-limit window; reseeds (same seed unless one is given). */
+  reset(seed?: number): void;
+}

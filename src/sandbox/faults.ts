@@ -1,0 +1,154 @@
+// Fault injection: what can go wrong between a client and the remote, on demand and reproducibly.
+// Random decisions come from a seeded PRNG; one-shot faults are queued for targeted tests.
+import { z } from 'zod';
+import { deriveSeed, mulberry32 } from './random.ts';
+
+export const OPERATIONS = ['addClass', 'editClass', 'getClass', 'listClasses'] as const;
+export type SandboxOperation = (typeof OPERATIONS)[number];
+
+/** In decision order; a config's probabilities are walked in this order with one draw. */
+export const FAULT_KINDS = [
+  'error5xx', // HTTP 500/502/503 before anything is stored
+  'throttle', // HTTP 429 with Retry-After, nothing stored
+  'throttleNoRetryAfter', // HTTP 429 without headers (as the live service), nothing stored
+  'bodyRejected', // HTTP 200 with body {status:400}, nothing stored
+  'error5xxAfterStore', // the call takes effect, then HTTP 500
+  'lostResponse', // the call takes effect, then the socket is destroyed with no response
+  'hang', // the call takes effect, then no response until hangMs, the client gives up, or close
+  'bodyError', // the call takes effect, then HTTP 200 with body {status:500}
+  'nonJsonBody', // the call takes effect, then HTTP 200 with an HTML page
+  'truncatedBody', // the call takes effect, then HTTP 200 with half a JSON document
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** Faults decided before the operation runs: the remote state does not change. */
+const BEFORE_EFFECT: ReadonlySet<FaultKind> = new Set(['error5xx', 'throttle', 'throttleNoRetryAfter', 'bodyRejected']);
+export const takesEffect = (fault: FaultKind): boolean => !BEFORE_EFFECT.has(fault);
+
+const rate = z.number().min(0).max(1);
+const rates = z.partialRecord(z.enum(FAULT_KINDS), rate).refine(
+  (r) => Object.values(r).reduce((sum: number, p) => sum + (p ?? 0), 0) <= 1 + 1e-9,
+  'fault probabilities must add up to at most 1',
+);
+const ms = z.number().int().min(0).max(3_600_000);
+
+export const faultConfigSchema = z.strictObject({
+  /** Added to every remote call (not the control endpoint). */
+  latencyMs: ms.optional(),
+  /** Plus a seeded uniform random 0..latencyJitterMs. */
+  latencyJitterMs: ms.optional(),
+  /** Probability per fault kind, for every operation. */
+  rates: rates.optional(),
+  /** Per operation; replaces `rates` for that operation. */
+  perOperation: z.partialRecord(z.enum(OPERATIONS), rates).optional(),
+  /** Authenticated calls admitted per window; more get HTTP 429 with no Retry-After. */
+  rateLimitPerMinute: z.number().int().min(1).optional(),
+  /** Window of the rate limit (default 60 000 ms: "per minute"); shorter only to keep tests fast. */
+  rateLimitWindowMs: z.number().int().min(1).max(3_600_000).optional(),
+  /** Value of Retry-After on `throttle` faults (default 1). */
+  retryAfterSeconds: z.number().int().min(0).max(86_400).optional(),
+  /** How long `hang` holds a request before dropping it (default 10 minutes). */
+  hangMs: ms.optional(),
+  /** Classes younger than this are not listed yet (default 0). */
+  listingDelayMs: ms.optional(),
+  /** Listing items carry `_id` (default true); the shorter documented example has none. */
+  listingIncludesIds: z.boolean().optional(),
+});
+export type FaultConfig = z.infer<typeof faultConfigSchema>;
+export type FaultRates = Partial<Record<FaultKind, number>>;
+
+export const oneShotSchema = z.strictObject({
+  operation: z.enum([...OPERATIONS, '*']),
+  fault: z.enum(FAULT_KINDS),
+  count: z.number().int().min(1).max(1_000_000).default(1),
+});
+export type OneShotFault = z.input<typeof oneShotSchema>;
+
+export interface FaultController {
+  readonly config: Readonly<FaultConfig>;
+  /** Replaces the whole config; throws a ZodError for an invalid one. */
+  set(config: FaultConfig): void;
+  /** The next `count` calls of `operation` ('*' = any) get `fault`, ahead of random faults. */
+  enqueue(next: OneShotFault): void;
+  queued(): Array<{ operation: SandboxOperation | '*'; fault: FaultKind; remaining: number }>;
+  /** No faults, no latency, no rate limit, empty queue. */
+  clear(): void;
+  /** The fault for this call, if any. Consumes a queued fault or one random draw. */
+  decide(operation: SandboxOperation): FaultKind | undefined;
+  latencyMs(): number;
+  /** A status for `error5xx`-like faults, from the fault stream. */
+  serverErrorStatus(): number;
+  reseed(seed: number): void;
+}
+
+export function createFaultController(initial: FaultConfig = {}, seed = 0): FaultController {
+  let config = faultConfigSchema.parse(initial);
+  let queue: Array<{ operation: SandboxOperation | '*'; fault: FaultKind; remaining: number }> = [];
+  let faultRandom = mulberry32(deriveSeed(seed, 2));
+  let latencyRandom = mulberry32(deriveSeed(seed, 3));
+
+  return {
+    get config() {
+      return config;
+    },
+    set(next) {
+      config = faultConfigSchema.parse(next);
+    },
+    enqueue(next) {
+      const { operation, fault, count } = oneShotSchema.parse(next);
+      queue.push({ operation, fault, remaining: count });
+    },
+    queued: () => queue.map((q) => ({ ...q })),
+    clear() {
+      config = {};
+      queue = [];
+    },
+    decide(operation) {
+      const index = queue.findIndex((q) => q.operation === operation || q.operation === '*');
+      const queuedFault = queue[index];
+      if (queuedFault) {
+        if (--queuedFault.remaining === 0) queue.splice(index, 1);
+        return queuedFault.fault;
+      }
+      const effective = config.perOperation?.[operation] ?? config.rates;
+      return effective ? pick(effective, faultRandom()) : undefined;
+    },
+    latencyMs() {
+      const jitter = config.latencyJitterMs ? Math.floor(latencyRandom() * (config.latencyJitterMs + 1)) : 0;
+      return (config.latencyMs ?? 0) + jitter;
+    },
+    serverErrorStatus: () => [500, 502, 503][Math.floor(faultRandom() * 3)] ?? 500,
+    reseed(nextSeed) {
+      faultRandom = mulberry32(deriveSeed(nextSeed, 2));
+      latencyRandom = mulberry32(deriveSeed(nextSeed, 3));
+    },
+  };
+}
+
+function pick(rates: FaultRates, draw: number): FaultKind | undefined {
+  let cumulative = 0;
+  for (const kind of FAULT_KINDS) {
+    cumulative += rates[kind] ?? 0;
+    if (draw < cumulative) return kind;
+  }
+  return undefined;
+}
+
+/**
+ * `--fail-rate p`: a mix of transient faults adding up to p. Leaves out `bodyRejected`
+ * (a permanent failure) so a demo under faults still completes every batch.
+ */
+export function mixedFaultRates(failRate: number): FaultRates {
+  const mix: FaultRates = {
+    error5xx: 0.25,
+    throttleNoRetryAfter: 0.1,
+    throttle: 0.05,
+    error5xxAfterStore: 0.1,
+    lostResponse: 0.2,
+    hang: 0.05,
+    bodyError: 0.1,
+    nonJsonBody: 0.05,
+    truncatedBody: 0.1,
+  };
+  return Object.fromEntries(Object.entries(mix).map(([kind, share]) => [kind, share * failRate]));
+}

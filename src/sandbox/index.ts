@@ -1,0 +1,164 @@
+// A local stand-in for the remote Classroom Management Service: the spec's four operations, the
+// live service's variations (configurable), ground truth for tests, and reproducible faults.
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Config } from '../config.ts';
+import type { SandboxCredentials } from './auth.ts';
+import type { SandboxContext } from './context.ts';
+import { groundTruth, registerControlRoutes, type SandboxState } from './control.ts';
+import { createFaultController, type FaultConfig, type FaultController } from './faults.ts';
+import { deriveSeed, freshSeed, mulberry32, randomHex } from './random.ts';
+import { createRateLimiter } from './rateLimit.ts';
+import { createHangRegistry, failure, send } from './respond.ts';
+import { registerRemoteRoutes } from './routes.ts';
+import { createStats, type CallStats } from './stats.ts';
+import { createStore, type SandboxStore } from './store.ts';
+
+export type { SandboxCredentials } from './auth.ts';
+export type { SandboxState } from './control.ts';
+export type { FaultConfig, FaultController, FaultKind, FaultRates, OneShotFault, SandboxOperation } from './faults.ts';
+export { FAULT_KINDS, OPERATIONS, mixedFaultRates } from './faults.ts';
+export type { CallStats, StatsSnapshot } from './stats.ts';
+export type { ClassTruth, NewClass, SandboxStore, StoredClass } from './store.ts';
+
+export interface SandboxOptions {
+  credentials: SandboxCredentials;
+  /** Institutes that exist; the first one receives hand-made classes that name none. */
+  instituteIds: string[];
+  /** '/addClass' (spec) or '/teacher/addClass' (live). */
+  addClassPath: string;
+  editClassMethod: 'POST' | 'PUT';
+  faults?: FaultConfig | undefined;
+  /** Seeds ids, join tokens, random faults and jitter; random (and reported in the state) when absent. */
+  seed?: number | undefined;
+  /** Epoch milliseconds; injectable so listing-delay tests need not sleep. */
+  clock?: (() => number) | undefined;
+}
+
+export interface RunningSandbox {
+  /** e.g. http://127.0.0.1:4010, no trailing slash. */
+  url: string;
+  port: number;
+  store: SandboxStore;
+  faults: FaultController;
+  stats: CallStats;
+  /** The same object `GET /__sandbox/state` returns. */
+  state(options?: { classes?: boolean }): SandboxState;
+  /** Empties store, counters and the rate-limit window; replays from `seed` (default: the current seed). */
+  reset(seed?: number): void;
+  /** Drops hung and delayed requests, then stops listening. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** The sandbox that accepts exactly what `config.classroom` will send. */
+export function sandboxOptionsFromConfig(config: Config): SandboxOptions {
+  const c = config.classroom;
+  return {
+    credentials: {
+      userId: c.userId,
+      apiKey: c.apiKey,
+      xApiKey: c.xApiKey,
+      userAgent: c.userAgent,
+      namespace: c.namespace,
+      namespaceHeader: c.namespaceHeader,
+    },
+    instituteIds: [c.instituteId],
+    addClassPath: c.addClassPath,
+    editClassMethod: c.editClassMethod,
+  };
+}
+
+/** Starts listening (port 0 = any free port) and resolves once the URL is known. */
+export async function startSandbox(
+  options: SandboxOptions,
+  listen: { port?: number; host?: string } = {},
+): Promise<RunningSandbox> {
+  if (options.instituteIds.length === 0) throw new Error('sandbox needs at least one institute id');
+  let url = '';
+  const { ctx, closing } = buildContext(options, () => url);
+  const app = Fastify({ logger: false, forceCloseConnections: true, bodyLimit: 1_048_576 });
+  installFallbacks(app, ctx.stats);
+  registerRemoteRoutes(app, ctx);
+  registerControlRoutes(app, ctx);
+
+  const host = listen.host ?? '127.0.0.1';
+  await app.listen({ port: listen.port ?? 0, host });
+  const port = (app.server.address() as AddressInfo).port;
+  url = `http://${urlHost(host)}:${port}`;
+
+  let closed: Promise<void> | undefined;
+  return {
+    url,
+    port,
+    store: ctx.store,
+    faults: ctx.faults,
+    stats: ctx.stats,
+    state: (opts) => groundTruth(ctx, opts?.classes ?? true),
+    reset: (seed) => ctx.reset(seed),
+    close() {
+      closed ??= (async () => {
+        closing.abort();
+        ctx.hangs.releaseAll();
+        await app.close();
+      })();
+      return closed;
+    },
+  };
+}
+
+function buildContext(options: SandboxOptions, linkBase: () => string) {
+  let seed = options.seed ?? freshSeed();
+  const clock = options.clock ?? Date.now;
+  const closing = new AbortController();
+  const store = createStore({ instituteIds: options.instituteIds, seed, clock, linkBase });
+  const faults = createFaultController(options.faults ?? {}, seed);
+  const stats = createStats();
+  const rateLimiter = createRateLimiter();
+  const ctx: SandboxContext = {
+    credentials: options.credentials,
+    defaultInstituteId: options.instituteIds[0] ?? '',
+    addClassPath: options.addClassPath,
+    editClassMethod: options.editClassMethod,
+    store,
+    faults,
+    stats,
+    rateLimiter,
+    hangs: createHangRegistry(),
+    records: {
+      namespace: options.credentials.namespace,
+      teacher: { _id: randomHex(mulberry32(deriveSeed(seed, 4)), 24), name: 'Sandbox Teacher' },
+    },
+    clock,
+    closing: closing.signal,
+    seed: () => seed,
+    reset(next) {
+      seed = next ?? seed;
+      store.reset(seed);
+      faults.reseed(seed);
+      stats.reset();
+      rateLimiter.reset();
+    },
+  };
+  return { ctx, closing };
+}
+
+/** Errors and unknown routes answer in the service's own shape: `{ status, message }`. */
+function installFallbacks(app: FastifyInstance, stats: CallStats): void {
+  app.setErrorHandler((error: { statusCode?: number; message?: string }, _request, reply) => {
+    const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
+    stats.record('other', `http${status}`);
+    return send(reply, failure(status, status === 500 ? 'Internal server error' : (error.message ?? 'Bad request')));
+  });
+  // A wrong add-class path or edit method lands here; the message says which route was missed.
+  app.setNotFoundHandler((request, reply) => {
+    stats.record('other', 'http404');
+    const path = request.url.split('?')[0] ?? request.url;
+    return send(reply, failure(404, `no route ${request.method} ${path}`));
+  });
+}
+
+function urlHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}

@@ -1,0 +1,176 @@
+// The sandbox's ground truth: every class it holds, indexed by id and by institute.
+// Sized for 100k+ classes: Maps keep lookups O(1) and listing a single pass in insertion order.
+import { deriveSeed, mulberry32, randomHex } from './random.ts';
+
+export const CLASS_TYPES = ['LIVE', 'RECORDED', 'ONE_TO_ONE'] as const;
+export type ClassType = (typeof CLASS_TYPES)[number];
+
+export interface StoredClass {
+  readonly _id: string;
+  readonly instituteId: string;
+  readonly name: string;
+  readonly subject: string;
+  readonly classType: ClassType;
+  readonly classNumber: number;
+  /** Epoch milliseconds; the listing delay compares against it. */
+  readonly createdAt: number;
+  readonly scheduleId: string;
+  /** Archived ("hidden") classes are listed under `hiddenClasses`. */
+  archived: boolean;
+  /** Listed under `pendingClasses` (only hand-made classes can be pending). */
+  pending: boolean;
+  /** "" while disabled, as the live service does. */
+  joinMagicLink: string;
+  magicJoinToken: { enabledOn: string; token: string } | undefined;
+  /** Fields the caller sent that the sandbox does not model; echoed back in full records. */
+  readonly extra: Readonly<Record<string, unknown>>;
+}
+
+export interface NewClass {
+  name: string;
+  subject: string;
+  instituteId: string;
+  classType?: ClassType | undefined;
+  archived?: boolean | undefined;
+  pending?: boolean | undefined;
+  extra?: Record<string, unknown> | undefined;
+}
+
+/** What `GET /__sandbox/state` shows of one class. */
+export interface ClassTruth {
+  id: string;
+  name: string;
+  subject: string;
+  instituteId: string;
+  classType: ClassType;
+  archived: boolean;
+  pending: boolean;
+  joinMagicLink: string;
+  createdAt: string;
+}
+
+export interface SandboxStore {
+  readonly size: number;
+  hasInstitute(instituteId: string): boolean;
+  create(input: NewClass): StoredClass;
+  get(id: string): StoredClass | undefined;
+  /** Enables (idempotently: the same link twice) or clears the join link; undefined for an unknown id. */
+  setJoinLink(id: string, enabled: boolean): StoredClass | undefined;
+  delete(id: string): boolean;
+  /** Archives the class, so listings show it under `hiddenClasses`. */
+  hide(id: string): boolean;
+  /** Sets `joinMagicLink` to "" without touching the token config: the drift a reconciler must notice. */
+  blankLink(id: string): boolean;
+  classesOf(instituteId: string): IterableIterator<StoredClass> | undefined;
+  all(): IterableIterator<StoredClass>;
+  countByName(): Record<string, number>;
+  truth(): ClassTruth[];
+  /** Empties the store and replays the id stream from `seed`; the class counter keeps counting so old ids never come back. */
+  reset(seed: number): void;
+}
+
+export interface StoreDeps {
+  instituteIds: readonly string[];
+  seed: number;
+  clock: () => number;
+  /** Base for join links, known only once the server listens. */
+  linkBase: () => string;
+}
+
+export function createStore(deps: StoreDeps): SandboxStore {
+  const byId = new Map<string, StoredClass>();
+  const byInstitute = new Map<string, Map<string, StoredClass>>(deps.instituteIds.map((id) => [id, new Map()]));
+  let random = mulberry32(deriveSeed(deps.seed, 1));
+  let counter = 0;
+  let classNumber = 0;
+
+  // ObjectId-like: 14 seeded random hex + a 10-hex counter, so ids are unique and reproducible.
+  const nextId = () => randomHex(random, 14) + (++counter).toString(16).padStart(10, '0');
+
+  const store: SandboxStore = {
+    get size() {
+      return byId.size;
+    },
+    hasInstitute: (instituteId) => byInstitute.has(instituteId),
+    create(input) {
+      const institute = byInstitute.get(input.instituteId);
+      if (!institute) throw new Error(`unknown institute ${input.instituteId}`);
+      const record: StoredClass = {
+        _id: nextId(),
+        instituteId: input.instituteId,
+        name: input.name,
+        subject: input.subject,
+        classType: input.classType ?? 'LIVE',
+        classNumber: ++classNumber,
+        createdAt: deps.clock(),
+        scheduleId: nextId(),
+        archived: input.archived ?? false,
+        pending: input.pending ?? false,
+        joinMagicLink: '',
+        magicJoinToken: undefined,
+        extra: input.extra ?? {},
+      };
+      byId.set(record._id, record);
+      institute.set(record._id, record);
+      return record;
+    },
+    get: (id) => byId.get(id),
+    setJoinLink(id, enabled) {
+      const record = byId.get(id);
+      if (!record) return undefined;
+      if (!enabled) {
+        record.joinMagicLink = '';
+        record.magicJoinToken = undefined;
+      } else if (!record.magicJoinToken || record.joinMagicLink === '') {
+        // The live token is the class id plus 8 hex characters.
+        const token = record.magicJoinToken?.token ?? record._id + randomHex(random, 8);
+        record.magicJoinToken = { enabledOn: new Date(deps.clock()).toISOString(), token };
+        record.joinMagicLink = `${deps.linkBase()}/classroom/join/${token}`;
+      }
+      return record;
+    },
+    delete(id) {
+      const record = byId.get(id);
+      if (!record) return false;
+      byId.delete(id);
+      byInstitute.get(record.instituteId)?.delete(id);
+      return true;
+    },
+    hide: (id) => mutate(byId, id, (r) => (r.archived = true)),
+    blankLink: (id) => mutate(byId, id, (r) => (r.joinMagicLink = '')),
+    classesOf: (instituteId) => byInstitute.get(instituteId)?.values(),
+    all: () => byId.values(),
+    countByName() {
+      const counts: Record<string, number> = Object.create(null);
+      for (const r of byId.values()) counts[r.name] = (counts[r.name] ?? 0) + 1;
+      return counts;
+    },
+    truth: () => Array.from(byId.values(), toTruth),
+    reset(seed) {
+      byId.clear();
+      for (const institute of byInstitute.values()) institute.clear();
+      random = mulberry32(deriveSeed(seed, 1));
+    },
+  };
+  return store;
+}
+
+function mutate(byId: Map<string, StoredClass>, id: string, change: (r: StoredClass) => void): boolean {
+  const record = byId.get(id);
+  if (record) change(record);
+  return record !== undefined;
+}
+
+export function toTruth(r: StoredClass): ClassTruth {
+  return {
+    id: r._id,
+    name: r.name,
+    subject: r.subject,
+    instituteId: r.instituteId,
+    classType: r.classType,
+    archived: r.archived,
+    pending: r.pending,
+    joinMagicLink: r.joinMagicLink,
+    createdAt: new Date(r.createdAt).toISOString(),
+  };
+}

@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { FaultKind, RunningSandbox } from '../../src/sandbox/index.ts';
+import { addClass, call, eventually, listing, start } from './sandbox-helpers.ts';
+
+let sb: RunningSandbox;
+beforeAll(async () => {
+  sb = await start();
+});
+afterAll(() => sb.close());
+beforeEach(() => {
+  sb.faults.clear();
+  sb.reset();
+});
+
+const once = (fault: FaultKind) => sb.faults.enqueue({ operation: 'addClass', fault });
+const stored = () => sb.state().classes ?? [];
+
+describe('sandbox faults: one per call, observable', () => {
+  it('error5xx: a 5xx and nothing stored', async () => {
+    once('error5xx');
+    const res = await addClass(sb);
+    expect([500, 502, 503]).toContain(res.status);
+    expect(res.json.status).toBe(res.status);
+    expect(stored()).toHaveLength(0);
+    expect(sb.state().calls.faultsInjected).toEqual({ error5xx: 1 });
+  });
+
+  it('error5xxAfterStore: a 5xx but the class exists', async () => {
+    once('error5xxAfterStore');
+    expect((await addClass(sb)).status).toBeGreaterThanOrEqual(500);
+    expect(stored()).toHaveLength(1);
+  });
+
+  it('lostResponse: fetch rejects, the class is in the ground truth', async () => {
+    once('lostResponse');
+    await expect(addClass(sb, 'Lost')).rejects.toThrow();
+    expect(stored().map((c) => c.name)).toEqual(['Lost']);
+    expect(sb.state().byName).toEqual({ Lost: 1 });
+  });
+
+  it('hang: no answer before the client gives up, the class is stored', async () => {
+    once('hang');
+    await expect(addClass(sb, 'Hung', { signal: AbortSignal.timeout(150) })).rejects.toThrow(/abort|timeout/i);
+    expect(stored().map((c) => c.name)).toEqual(['Hung']);
+  });
+
+  it('hang: close() does not wait for a held request', async () => {
+    const other = await start();
+    other.faults.enqueue({ operation: '*', fault: 'hang' });
+    const pending = addClass(other).catch((error: unknown) => error);
+    await eventually(() => expect(other.store.size).toBe(1));
+    const started = performance.now();
+    await other.close();
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(await pending).toBeInstanceOf(Error);
+  });
+
+  it('throttle: 429 with Retry-After; throttleNoRetryAfter: 429 without; nothing stored', async () => {
+    sb.faults.set({ retryAfterSeconds: 7 });
+    once('throttle');
+    once('throttleNoRetryAfter');
+    const first = await addClass(sb);
+    expect(first.status).toBe(429);
+    expect(first.headers.get('retry-after')).toBe('7');
+    const second = await addClass(sb);
+    expect(second.status).toBe(429);
+    expect(second.headers.get('retry-after')).toBeNull();
+    expect(stored()).toHaveLength(0);
+  });
+
+  it('bodyError: HTTP 200 with status 500 in the body, class stored; bodyRejected: status 400, not stored', async () => {
+    once('bodyError');
+    const error = await addClass(sb, 'Stored anyway');
+    expect(error.status).toBe(200);
+    expect(error.json).toMatchObject({ status: 500 });
+    once('bodyRejected');
+    const rejected = await addClass(sb, 'Not stored');
+    expect(rejected.status).toBe(200);
+    expect(rejected.json).toMatchObject({ status: 400 });
+    expect(stored().map((c) => c.name)).toEqual(['Stored anyway']);
+  });
+
+  it('nonJsonBody and truncatedBody: a 2xx that does not parse, class stored', async () => {
+    once('nonJsonBody');
+    const html = await addClass(sb);
+    expect(html.status).toBe(200);
+    expect(html.headers.get('content-type')).toMatch(/text\/html/);
+    expect(html.json).toBeUndefined();
+    once('truncatedBody');
+    const cut = await addClass(sb);
+    expect(cut.status).toBe(200);
+    expect(cut.text.startsWith('{"status":200')).toBe(true);
+    expect(cut.json).toBeUndefined();
+    expect(stored()).toHaveLength(2);
+  });
+
+  it('one-shot faults only hit their operation, in order, then stop', async () => {
+    sb.faults.enqueue({ operation: 'listClasses', fault: 'error5xx', count: 2 });
+    expect((await addClass(sb)).status).toBe(200);
+    expect((await listing(sb)).status).toBeGreaterThanOrEqual(500);
+    expect((await listing(sb)).status).toBeGreaterThanOrEqual(500);
+    expect((await listing(sb)).status).toBe(200);
+    expect(sb.faults.queued()).toEqual([]);
+  });
+});
+
+describe('sandbox faults: rates, limits, listing lag', () => {
+  it('rate limit: 429 without Retry-After once the minute is full, admitted again after it', async () => {
+    let now = 1_000_000;
+    const limited = await start({ clock: () => now, faults: { rateLimitPerMinute: 5 } });
+    try {
+      for (let i = 0; i < 5; i++) expect((await listing(limited)).status).toBe(200);
+      now += 59_000;
+      const refused = await addClass(limited);
+      expect(refused.status).toBe(429);
+      expect(refused.json).toMatchObject({ status: 429 });
+      expect(refused.headers.get('retry-after')).toBeNull();
+      expect(limited.store.size).toBe(0);
+      now += 1_000;
+      expect((await addClass(limited)).status).toBe(200);
+      expect(limited.state().calls.byOperation.addClass?.outcomes).toEqual({ rateLimited: 1, ok: 1 });
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('latency: fixed plus jitter delays the answer', async () => {
+    sb.faults.set({ latencyMs: 60, latencyJitterMs: 20 });
+    const started = performance.now();
+    await listing(sb);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(55);
+  });
+
+  it('the same seed replays the same random faults and ids; another seed does not', async () => {
+    const run = async (seed: number) => {
+      const other = await start({ seed, faults: { rates: { error5xx: 0.3, bodyError: 0.2 } } });
+      try {
+        const outcomes: string[] = [];
+        for (let i = 0; i < 30; i++) {
+          const res = await addClass(other, `c${i}`);
+          outcomes.push(`${res.status}/${res.json?.status}/${res.json?.data?._id ?? '-'}`);
+        }
+        return outcomes;
+      } finally {
+        await other.close();
+      }
+    };
+    const first = await run(7);
+    expect(await run(7)).toEqual(first);
+    expect(await run(8)).not.toEqual(first);
+    expect(first.filter((o) => o.startsWith('200/200')).length).toBeGreaterThan(5);
+    expect(first.some((o) => !o.startsWith('200/200'))).toBe(true);
+  });
+
+  it('listingDelayMs: a new class is listed only once it is old enough', async () => {
+    let now = 1_000_000;
+    const lagging = await start({ clock: () => now, faults: { listingDelayMs: 5_000 } });
+    try {
+      const id = (await addClass(lagging)).json.data._id;
+      expect((await listing(lagging)).json.data.classes).toHaveLength(0);
+      expect((await call(lagging, 'GET', `/user/v2/classes/${id}`)).status).toBe(200);
+      now += 5_000;
+      expect((await listing(lagging)).json.data.classes.map((c: any) => c._id)).toEqual([id]);
+    } finally {
+      await lagging.close();
+    }
+  });
+
+  it('listingIncludesIds: false lists items without _id', async () => {
+    await addClass(sb);
+    sb.faults.set({ listingIncludesIds: false });
+    const item = (await listing(sb)).json.data.classes[0];
+    expect(item.name).toBe('Algebra 1');
+    expect(item).not.toHaveProperty('_id');
+  });
+});
