@@ -72,6 +72,7 @@ const envSchema = z.object({
   SYNC_BACKOFF_BASE: duration.default(1_000),
   SYNC_BACKOFF_MAX: duration.default(5 * 60_000),
   SYNC_LEASE: duration.default(60_000),
+  SYNC_JOB_LOCK: duration.default(30_000),
   SYNC_SETTLE: duration.default(5_000),
   SYNC_SWEEP_EVERY: duration.default(60_000),
   SYNC_STUCK_AFTER: duration.default(2 * 60_000),
@@ -113,6 +114,7 @@ export interface Config {
     backoffBaseMs: number;
     backoffMaxMs: number;
     leaseMs: number;
+    jobLockMs: number;
     settleMs: number;
     sweepEveryMs: number;
     stuckAfterMs: number;
@@ -174,6 +176,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       backoffBaseMs: e.SYNC_BACKOFF_BASE,
       backoffMaxMs: e.SYNC_BACKOFF_MAX,
       leaseMs: e.SYNC_LEASE,
+      jobLockMs: e.SYNC_JOB_LOCK,
       settleMs: e.SYNC_SETTLE,
       sweepEveryMs: e.SYNC_SWEEP_EVERY,
       stuckAfterMs: e.SYNC_STUCK_AFTER,

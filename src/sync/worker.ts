@@ -42,6 +42,9 @@ export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = 
     // A SIGKILLed worker's jobs come back after the stall check; the Postgres lease keeps the
     // re-run from racing a run that is still alive, so a generous stall count is safe.
     maxStalledCount: 10,
+    // How soon a dead process's jobs are noticed and handed to a live one.
+    lockDuration: config.sync.jobLockMs,
+    stalledInterval: config.sync.jobLockMs,
     settings: {
       backoffStrategy: (attemptsMade: number, type?: string) =>
         type === BACKOFF_STRATEGY ? fullJitterBackoff(attemptsMade, config.sync.backoffBaseMs, config.sync.backoffMaxMs) : 1_000,

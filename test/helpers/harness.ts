@@ -18,6 +18,7 @@ export const FAST_SYNC: Record<string, string> = {
   SYNC_BACKOFF_MAX: '200ms',
   SYNC_SETTLE: '150ms',
   SYNC_LEASE: '3s',
+  SYNC_JOB_LOCK: '2s',
   CLASSROOM_TIMEOUT: '1s',
   SYNC_CONCURRENCY: '16',
   CLASSROOM_RATE_LIMIT_PER_MINUTE: '600000',
