@@ -36,6 +36,8 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
   const database = createDatabase(config.databaseUrl, { max: Math.max(10, config.sync.concurrency + 4) });
   const redis = createRedis(config.redisUrl, 'worker');
   const queue = createSyncQueue({ connection: redis, prefix: config.queuePrefix, attempts: config.sync.attempts });
+  // Without a listener an 'error' event (Redis unreachable) would end the process.
+  queue.on('error', (error) => logger.warn({ err: error }, 'queue connection error; will keep retrying'));
   const limiter = createRateLimiter({
     redis,
     key: `${config.queuePrefix}:ratelimit:${apiKeyFingerprint(config)}`,

@@ -13,6 +13,8 @@ export interface PublishDeps {
   queue: SyncQueue;
   logger: Logger;
   defaults: { instituteId: string; classNameTemplate: string };
+  /** How long to wait for Redis before answering "recorded, not queued yet" (default 2 s). */
+  enqueueTimeoutMs?: number;
 }
 
 export interface AcceptedBatch {
@@ -89,7 +91,7 @@ async function recordChunk(deps: PublishDeps, events: BatchCreated[]): Promise<A
     return true;
   });
   try {
-    await deps.queue.addBulk(toQueue.map((r) => syncJob(r)));
+    await withTimeout(deps.queue.addBulk(toQueue.map((r) => syncJob(r))), deps.enqueueTimeoutMs ?? 2_000);
     for (const r of results) r.queued = queuedKeys.has(keyOf(r));
   } catch (error) {
     deps.logger.warn({ err: error, batches: toQueue.length }, 'batches recorded but not queued (Redis unavailable); the sweep will enqueue them');
@@ -109,6 +111,23 @@ async function currentStates(db: Db, events: BatchCreated[]): Promise<Map<string
     .from(batchClasses)
     .where(or(...[...byInstitute].map(([institute, ids]) => and(eq(batchClasses.instituteId, institute), inArray(batchClasses.batchId, ids)))));
   return new Map(rows.map((r) => [keyOf(r), r.state]));
+}
+
+/**
+ * BullMQ waits for Redis to come back rather than failing; an HTTP caller should not. A late
+ * success is harmless (one job id per batch), and the sweep covers a late failure.
+ */
+async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
+  });
+  work.catch(() => {});
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function keyOf(k: { instituteId: string; batchId: string }): string {
