@@ -7,3 +7,4 @@
 //   drift       any difference between the mappings and what the remote lists
 //   orphan      a remote class that no mapping points at
 export * from './batch-classes.ts';
+export * from './reconciliation-runs.ts';
