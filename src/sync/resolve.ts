@@ -16,7 +16,7 @@ export interface ReviewEvidence {
   mappedElsewhere: string[];
 }
 
-type ListName = 'classes' | 'pendingClasses' | 'hiddenClasses';
+export type ListName = 'classes' | 'pendingClasses' | 'hiddenClasses';
 const LISTS: ListName[] = ['classes', 'pendingClasses', 'hiddenClasses'];
 
 export interface ResolveInput {
@@ -39,23 +39,30 @@ export async function resolveUnknownCreate(classroom: ClassroomClient, input: Re
     matches = findByName(await classroom.listClasses(input.instituteId), input.className);
   }
   const ids = matches.map((m) => m.item._id).filter((id): id is string => typeof id === 'string');
-  const mapped = await input.mappedElsewhere(ids);
+  return decideResolution(input.className, matches, await input.mappedElsewhere(ids));
+}
+
+/**
+ * The decision itself, given the same-named listing matches and the ids among them that are stored
+ * for other batches. Pure, so reconciliation applies exactly the rule a sync run applies.
+ */
+export function decideResolution(className: string, matches: { item: ListItem; list: ListName }[], mapped: ReadonlySet<string>): Resolution {
   const ours = matches.filter((m) => !(m.item._id && mapped.has(m.item._id)));
   const evidence: ReviewEvidence = {
-    className: input.className,
+    className,
     matches: ours.map((m) => ({ _id: m.item._id ?? null, name: m.item.name, list: m.list })),
     mappedElsewhere: [...mapped],
   };
   if (ours.length === 0) return { decision: 'create' };
   if (ours.length > 1) {
-    return { decision: 'review', reason: `${ours.length} unmapped remote classes are named "${input.className}"; cannot tell which one this batch created`, evidence };
+    return { decision: 'review', reason: `${ours.length} unmapped remote classes are named "${className}"; cannot tell which one this batch created`, evidence };
   }
   const only = ours[0]!.item;
   if (!only._id) {
-    return { decision: 'review', reason: `a class named "${input.className}" exists but the listing gives no _id to adopt`, evidence };
+    return { decision: 'review', reason: `a class named "${className}" exists but the listing gives no _id to adopt`, evidence };
   }
   if (!isSafeId(only._id)) {
-    return { decision: 'review', reason: `a class named "${input.className}" exists but its _id is not a safe identifier`, evidence };
+    return { decision: 'review', reason: `a class named "${className}" exists but its _id is not a safe identifier`, evidence };
   }
   return { decision: 'adopt', classId: only._id };
 }
