@@ -9,6 +9,7 @@ import { retryBatches } from './sync/retry.ts';
 import { startWorkerProcess } from './commands/worker.ts';
 import { runDemo } from './commands/demo.ts';
 import { registerSandboxCommand } from './sandbox/cli.ts';
+import { registerReconcileCommand } from './reconcile/cli.ts';
 
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
@@ -113,6 +114,7 @@ function buildProgram(): Command {
       await runDemo(getConfig(), { once: opts.once === true, count: opts.count, sandboxPort: opts.sandboxPort });
     });
 
+  registerReconcileCommand(program, getConfig);
   registerSandboxCommand(program, getConfig);
   program.addOption(new Option('--no-color').hideHelp());
   return program;

@@ -1,0 +1,60 @@
+// The listing carries no join links, so a link blanked or replaced on the remote is invisible to it.
+// Each pass therefore reads a bounded number of synced classes with get-class (through the shared
+// rate limit), continuing where the previous pass stopped: every synced class is checked in turn,
+// and a pass never spends more than `budget` calls on it.
+import { inArray } from 'drizzle-orm';
+import type { ClassroomClient } from '../classroom/client.ts';
+import type { Db } from '../db/client.ts';
+import { batchClasses } from '../db/schema/index.ts';
+import type { Logger } from '../logger.ts';
+import { eachLimited } from './mappings.ts';
+import type { Finding } from './types.ts';
+
+export interface LinkCheckResult {
+  /** in_sync findings whose remote link is blank or differs from the stored one. */
+  flagged: Map<Finding, string>;
+  checked: number;
+  failed: number;
+  /** Row id of the last class checked; where the next pass starts. */
+  cursor: number | null;
+}
+
+/** Picks up to `budget` synced findings, in row-id order starting after `cursor`, wrapping around. */
+export function pickForLinkCheck(inSync: readonly Finding[], budget: number, cursor: number | null): Finding[] {
+  if (budget <= 0) return [];
+  const synced = inSync.filter((f) => f.state === 'synced' && f.rowId !== null && f.classId !== null && f.matchedBy === 'id');
+  synced.sort((a, b) => a.rowId! - b.rowId!);
+  const start = cursor === null ? 0 : synced.findIndex((f) => f.rowId! > cursor);
+  const from = start < 0 ? 0 : start;
+  return [...synced.slice(from), ...synced.slice(0, from)].slice(0, budget);
+}
+
+export async function checkLinks(
+  deps: { db: Db; classroom: ClassroomClient; logger: Logger },
+  picked: readonly Finding[],
+): Promise<LinkCheckResult> {
+  const result: LinkCheckResult = { flagged: new Map(), checked: 0, failed: 0, cursor: picked.at(-1)?.rowId ?? null };
+  if (picked.length === 0) return result;
+  // One select for the stored links of the few picked rows; the links never leave this function.
+  const stored = new Map(
+    (
+      await deps.db
+        .select({ id: batchClasses.id, joinLink: batchClasses.joinLink })
+        .from(batchClasses)
+        .where(inArray(batchClasses.id, picked.map((f) => f.rowId!)))
+    ).map((r) => [r.id, r.joinLink]),
+  );
+  await eachLimited(picked, 4, async (finding) => {
+    try {
+      const record = await deps.classroom.getClass(finding.classId!);
+      result.checked += 1;
+      if (!record.joinMagicLink) result.flagged.set(finding, 'the remote join link is blank (disabled on the remote)');
+      else if (record.joinMagicLink !== stored.get(finding.rowId!)) result.flagged.set(finding, 'the remote join link differs from the stored one');
+    } catch (error) {
+      // A class deleted since the listing, or a transient failure: the next pass sees it again.
+      result.failed += 1;
+      deps.logger.debug({ err: error, classId: finding.classId }, 'join-link check failed; skipped this pass');
+    }
+  });
+  return result;
+}

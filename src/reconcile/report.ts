@@ -1,0 +1,128 @@
+// Collects the per-institute classifications of a pass into one report: exact counts, capped lists,
+// repairs, honest notes, errors.
+import type { Classification } from './classify.ts';
+import type { LinkCheckResult } from './links.ts';
+import type { RepairInput, RepairOutcome } from './repair.ts';
+import type { RunClose } from './runs.ts';
+import {
+  CATEGORIES,
+  type Finding,
+  type InstituteSummary,
+  type ReconcileReport,
+  type RepairSummary,
+  type Unclassified,
+  type Unresolved,
+  emptyCounts,
+  emptyFindings,
+} from './types.ts';
+
+interface Start {
+  runId: number;
+  trigger: string;
+  dryRun: boolean;
+  startedAt: Date;
+  listLimit: number;
+}
+
+export class ReportBuilder {
+  private readonly findings = emptyFindings();
+  private readonly unresolved: Unresolved[] = [];
+  private readonly unclassified: Unclassified = { inFlight: 0, tooRecent: 0, unresolvedReview: 0, failedWithoutClass: 0 };
+  private readonly institutes: InstituteSummary[] = [];
+  private readonly notes: string[] = [];
+  private readonly errors: string[] = [];
+  private repairs: RepairOutcome = { requeued: 0, linkStepsReset: 0, adopted: 0, skipped: 0, adoptions: [] };
+  private linkChecks = { checked: 0, failed: 0 };
+
+  constructor(private readonly start: Start) {}
+
+  add(instituteId: string, mappings: number, c: Classification): void {
+    for (const category of CATEGORIES) append(this.findings[category], c.findings[category]);
+    append(this.unresolved, c.unresolved);
+    for (const key of Object.keys(this.unclassified) as (keyof Unclassified)[]) this.unclassified[key] += c.unclassified[key];
+    this.institutes.push({ instituteId, mappings, remoteClasses: c.remoteClasses, itemsWithoutId: c.itemsWithoutId });
+    if (c.itemsWithoutId > 0) {
+      const byName = CATEGORIES.reduce((n, cat) => n + c.findings[cat].filter((f) => f.matchedBy === 'name' && cat !== 'needs_review_resolved').length, 0);
+      this.notes.push(
+        `institute ${instituteId}: ${c.itemsWithoutId} of ${c.remoteClasses} listed classes carry no _id, so ${byName} mapped ` +
+          'batches were matched by class name only (a same-named class can stand in for a deleted one) and orphans among them have no id to act on',
+      );
+    }
+  }
+
+  instituteFailed(instituteId: string, message: string): void {
+    this.institutes.push({ instituteId, mappings: 0, remoteClasses: 0, itemsWithoutId: 0, error: message });
+    this.error(`institute ${instituteId}: ${message}`);
+  }
+
+  error(message: string): void {
+    this.errors.push(message);
+  }
+
+  inSync(): readonly Finding[] {
+    return this.findings.in_sync;
+  }
+
+  /** Moves in_sync findings whose remote link is blank or changed into link_missing. */
+  linkChecked(result: LinkCheckResult): void {
+    this.linkChecks = { checked: result.checked, failed: result.failed };
+    if (result.flagged.size === 0) return;
+    this.findings.in_sync = this.findings.in_sync.filter((f) => !result.flagged.has(f));
+    for (const [finding, detail] of result.flagged) this.findings.link_missing.push({ ...finding, category: 'link_missing', detail });
+  }
+
+  repairInput(): RepairInput {
+    return { stuck: this.findings.stuck, linkMissing: this.findings.link_missing, adopt: this.findings.needs_review_resolved };
+  }
+
+  setRepairs(repairs: RepairOutcome): void {
+    this.repairs = repairs;
+  }
+
+  closing(linkCheckCursor: number | null): RunClose {
+    const { adoptions, ...summary } = this.repairs;
+    return {
+      institutes: this.institutes.map((i) => i.instituteId),
+      counts: this.counts(),
+      repairs: this.start.dryRun ? {} : { ...summary, adoptions: adoptions.slice(0, this.start.listLimit) },
+      error: this.errors.length > 0 ? this.errors.join('\n') : null,
+      linkCheckCursor,
+    };
+  }
+
+  build(finishedAt: Date): ReconcileReport {
+    const { adoptions: _adoptions, ...repairs } = this.repairs;
+    const limit = this.start.listLimit;
+    const findings = emptyFindings();
+    for (const category of CATEGORIES) findings[category] = this.findings[category].slice(0, limit);
+    return {
+      runId: this.start.runId,
+      trigger: this.start.trigger,
+      dryRun: this.start.dryRun,
+      ok: this.errors.length === 0,
+      startedAt: this.start.startedAt,
+      finishedAt,
+      durationMs: Math.max(0, finishedAt.getTime() - this.start.startedAt.getTime()),
+      counts: this.counts(),
+      findings,
+      repairs: repairs satisfies RepairSummary,
+      unclassified: { ...this.unclassified },
+      unresolved: this.unresolved.slice(0, limit),
+      institutes: this.institutes,
+      linkChecks: this.linkChecks,
+      notes: this.notes,
+      errors: this.errors,
+    };
+  }
+
+  private counts() {
+    const counts = emptyCounts();
+    for (const category of CATEGORIES) counts[category] = this.findings[category].length;
+    return counts;
+  }
+}
+
+/** push(...items) overflows the call stack past ~100k arguments. */
+function append<T>(target: T[], items: readonly T[]): void {
+  for (const item of items) target.push(item);
+}

@@ -1,0 +1,111 @@
+// One reconciliation pass: for each institute, one listing call (through the shared rate limit) and
+// one select of its mappings; classify; a bounded rotation of join-link checks; then the safe repairs
+// (none with dryRun). Every pass is recorded in reconciliation_runs and logged, and handed to onRun.
+import type { ClassroomClient } from '../classroom/client.ts';
+import type { Db } from '../db/client.ts';
+import type { Logger } from '../logger.ts';
+import type { SyncQueue } from '../sync/queue.ts';
+import { classify } from './classify.ts';
+import { checkLinks, pickForLinkCheck } from './links.ts';
+import { institutesToReconcile, loadMappings, withoutLiveJob } from './mappings.ts';
+import { ReportBuilder } from './report.ts';
+import { repair } from './repair.ts';
+import { closeRun, lastLinkCursor, openRun } from './runs.ts';
+import type { ReconcileReport } from './types.ts';
+
+export interface ReconcileDeps {
+  db: Db;
+  classroom: ClassroomClient;
+  /** The sync queue: repairs re-enqueue batches on it. */
+  queue: SyncQueue;
+  logger: Logger;
+}
+
+export interface ReconcileOptions {
+  /** Recorded with the run: `schedule`, `cli`, … */
+  trigger: string;
+  dryRun?: boolean;
+  /** CLASSROOM_INSTITUTE_ID: reconciled even before any batch names it. */
+  defaultInstituteId: string;
+  /** Only these institutes (default: every institute in batch_classes plus the default one). */
+  instituteIds?: readonly string[];
+  /** A non-terminal batch untouched this long, with no live job, is stuck (SYNC_STUCK_AFTER). */
+  stuckAfterMs: number;
+  /** A ClassID stored this recently and not listed yet is not reported missing (listing lag). */
+  graceMs?: number;
+  /** get-class calls per pass for the join-link rotation (default 20; 0 turns it off). */
+  linkChecks?: number;
+  /** Findings listed per category in the report (counts stay exact). */
+  listLimit?: number;
+  /** Called with every finished report (metrics). Must not throw; a throw is logged and ignored. */
+  onRun?: (report: ReconcileReport) => void;
+}
+
+export const DEFAULT_LINK_CHECKS = 20;
+
+export async function runReconciliation(deps: ReconcileDeps, options: ReconcileOptions): Promise<ReconcileReport> {
+  const dryRun = options.dryRun === true;
+  const log = deps.logger.child({ component: 'reconcile', trigger: options.trigger, dryRun });
+  const opened = await openRun(deps.db, options.trigger, dryRun);
+  const builder = new ReportBuilder({ runId: opened.id, trigger: options.trigger, dryRun, startedAt: opened.startedAt, listLimit: options.listLimit ?? 1_000 });
+  let cursor: number | null = null;
+  try {
+    const institutes = options.instituteIds ?? (await institutesToReconcile(deps.db, options.defaultInstituteId));
+    for (const instituteId of institutes) await reconcileInstitute(deps, options, builder, instituteId);
+    cursor = await runLinkChecks(deps, options, builder);
+    if (!dryRun) builder.setRepairs(await repair(deps, builder.repairInput()));
+  } catch (error) {
+    builder.error(`pass stopped: ${messageOf(error)}`);
+  }
+  const finishedAt = await closeRun(deps.db, opened.id, builder.closing(cursor)).catch((error: unknown) => {
+    builder.error(`could not record the end of the pass: ${messageOf(error)}`);
+    return new Date();
+  });
+  const report = builder.build(finishedAt);
+  logReport(log, report);
+  try {
+    options.onRun?.(report);
+  } catch (error) {
+    log.warn({ err: error }, 'onRun callback threw; ignored');
+  }
+  return report;
+}
+
+/** The listing is read before the mappings, so a class stored in between is "recent", never "missing". */
+async function reconcileInstitute(deps: ReconcileDeps, options: ReconcileOptions, builder: ReportBuilder, instituteId: string): Promise<void> {
+  try {
+    const listing = await deps.classroom.listClasses(instituteId);
+    const mappings = await loadMappings(deps.db, instituteId, {
+      stuckAfterMs: options.stuckAfterMs,
+      graceMs: options.graceMs ?? options.stuckAfterMs,
+    });
+    const noLiveJob = await withoutLiveJob(deps.queue, mappings);
+    builder.add(instituteId, mappings.length, classify({ instituteId, mappings, listing, noLiveJob }));
+  } catch (error) {
+    // One institute's failure (a 403, a timeout) must not hide what the others show.
+    builder.instituteFailed(instituteId, messageOf(error));
+  }
+}
+
+async function runLinkChecks(deps: ReconcileDeps, options: ReconcileOptions, builder: ReportBuilder): Promise<number | null> {
+  const budget = options.linkChecks ?? DEFAULT_LINK_CHECKS;
+  if (budget <= 0) return null;
+  const picked = pickForLinkCheck(builder.inSync(), budget, await lastLinkCursor(deps.db));
+  const result = await checkLinks(deps, picked);
+  builder.linkChecked(result);
+  return result.cursor;
+}
+
+function logReport(log: Logger, report: ReconcileReport): void {
+  const { counts, repairs, durationMs, runId } = report;
+  const drift = Object.entries(counts).filter(([category, n]) => category !== 'in_sync' && n > 0);
+  const fields = { runId, counts, repairs, unclassified: report.unclassified, durationMs, errors: report.errors };
+  if (!report.ok) log.error(fields, 'reconciliation finished with errors');
+  else if (drift.length > 0) log.warn(fields, `reconciliation found drift: ${drift.map(([c, n]) => `${c}=${n}`).join(' ')}`);
+  else log.info(fields, 'reconciliation: everything in sync');
+  for (const note of report.notes) log.warn({ runId }, note);
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,93 @@
+// Runs a reconciliation pass every RECONCILE_EVERY on a queue of its own. The schedule is a BullMQ
+// job scheduler with a fixed id: every worker process upserts the same one, so however many start
+// there is exactly one schedule, and each tick is one job that exactly one worker runs. `every` is
+// counted from the Unix epoch, so the default 15 minutes falls on :00, :15, :30 and :45 UTC.
+import { Queue, Worker } from 'bullmq';
+import { createRedis } from '../redis.ts';
+import type { Runtime } from '../runtime.ts';
+import { runReconciliation } from './run.ts';
+import type { ReconcileReport } from './types.ts';
+
+export const RECONCILE_QUEUE = 'reconcile';
+export const RECONCILE_SCHEDULER_ID = 'reconcile-every';
+
+export interface ReconcileJobResult {
+  runId: number | null;
+  counts: ReconcileReport['counts'];
+  repairs: ReconcileReport['repairs'];
+}
+
+export interface Reconciler {
+  queue: Queue<Record<string, never>, ReconcileJobResult>;
+  /** Undefined when created with `worker: false` (schedule only). */
+  worker: Worker<Record<string, never>, ReconcileJobResult> | undefined;
+  close(): Promise<void>;
+}
+
+export interface ReconcilerOptions {
+  /** Milliseconds between passes; default RECONCILE_EVERY. 0 removes the schedule. */
+  everyMs?: number;
+  onRun?: (report: ReconcileReport) => void;
+  /** Defaults to true; false only keeps the schedule registered (no passes run in this process). */
+  worker?: boolean;
+  linkChecks?: number;
+}
+
+export async function createReconciler(runtime: Runtime, options: ReconcilerOptions = {}): Promise<Reconciler> {
+  const { config, logger } = runtime;
+  const everyMs = options.everyMs ?? config.sync.reconcileEveryMs;
+  const queue = new Queue<Record<string, never>, ReconcileJobResult>(RECONCILE_QUEUE, {
+    connection: runtime.redis,
+    prefix: config.queuePrefix,
+  });
+  if (everyMs > 0) {
+    await queue.upsertJobScheduler(
+      RECONCILE_SCHEDULER_ID,
+      { every: everyMs },
+      { name: 'reconcile', data: {}, opts: { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
+    );
+  } else {
+    await queue.removeJobScheduler(RECONCILE_SCHEDULER_ID);
+  }
+
+  let worker: Reconciler['worker'];
+  // Blocking commands need a connection of their own.
+  const connection = options.worker === false ? undefined : createRedis(config.redisUrl, 'worker');
+  if (connection) {
+    worker = new Worker<Record<string, never>, ReconcileJobResult>(
+      RECONCILE_QUEUE,
+      async () => {
+        const report = await runReconciliation(
+          { db: runtime.database.db, classroom: runtime.classroom, queue: runtime.queue, logger },
+          {
+            trigger: 'schedule',
+            defaultInstituteId: config.classroom.instituteId,
+            stuckAfterMs: config.sync.stuckAfterMs,
+            ...(options.linkChecks === undefined ? {} : { linkChecks: options.linkChecks }),
+            ...(options.onRun ? { onRun: options.onRun } : {}),
+          },
+        );
+        // A failed pass is a failed job (visible on the dashboard); the next tick runs regardless.
+        if (!report.ok) throw new Error(`reconciliation run ${report.runId} had errors: ${report.errors.join('; ')}`);
+        return { runId: report.runId, counts: report.counts, repairs: report.repairs };
+      },
+      { connection, prefix: config.queuePrefix, concurrency: 1 },
+    );
+    worker.on('error', (error) => logger.error({ err: error }, 'reconcile worker error'));
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    queue,
+    worker,
+    close() {
+      // The schedule stays in Redis on purpose: it belongs to the fleet, not to this process.
+      closing ??= (async () => {
+        await worker?.close();
+        await connection?.quit().catch(() => connection.disconnect());
+        await queue.close();
+      })();
+      return closing;
+    },
+  };
+}

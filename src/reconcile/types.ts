@@ -1,0 +1,121 @@
+// What a reconciliation pass reports. One pass reads each institute's listing once and compares it
+// with the mappings in batch_classes.
+//
+// Glossary (see also src/db/schema/index.ts)
+//   finding     one batch (or one remote class, for orphans) placed in exactly one category
+//   candidate   a remote class that could be a batch's class: same class name, mapped to no other batch
+//   repair      a change that cannot create a class or delete one: re-enqueue, re-run the link steps,
+//               adopt a single clear candidate. Everything else is only reported.
+import type { BatchState } from '../db/schema/index.ts';
+import type { ListName } from '../sync/resolve.ts';
+
+/**
+ * in_sync               mapped, and the class is listed (classes or pendingClasses)
+ * missing_remote        mapped, but the class is in no list
+ * hidden_remote         mapped, but the class is archived/hidden (hiddenClasses)
+ * orphan_remote         a listed class that no batch maps to (and no batch claims as a candidate)
+ * stuck                 not terminal, no live job, untouched for longer than the threshold → re-enqueued
+ * link_missing          synced without a join link (or the remote's link is blank/changed) → link steps re-run
+ * duplicate_suspect     more than one remote class could be this batch's class
+ * needs_review_resolved an ambiguous create that now has exactly one safe candidate → adopted
+ */
+export const CATEGORIES = [
+  'in_sync',
+  'missing_remote',
+  'hidden_remote',
+  'orphan_remote',
+  'stuck',
+  'link_missing',
+  'duplicate_suspect',
+  'needs_review_resolved',
+] as const;
+export type Category = (typeof CATEGORIES)[number];
+
+/** Categories whose findings a non-dry run changes; the rest are reported only. */
+export const REPAIRED: Readonly<Partial<Record<Category, RepairAction>>> = {
+  stuck: 'requeue',
+  link_missing: 'rerun_link_steps',
+  needs_review_resolved: 'adopt',
+};
+export type RepairAction = 'requeue' | 'rerun_link_steps' | 'adopt';
+
+export interface Finding {
+  category: Category;
+  instituteId: string;
+  /** null for orphan_remote. */
+  batchId: string | null;
+  /** null when the listing gave no `_id` (or, for an unmapped batch, none is known). */
+  classId: string | null;
+  className: string;
+  state: BatchState | null;
+  /** Where the class was listed; null when it is in no list. */
+  list: ListName | null;
+  /** How the class was found in the listing: by its id, or only by name (listing without `_id`). */
+  matchedBy: 'id' | 'name' | null;
+  /** duplicate_suspect: every class that could be this batch's (null = listed without `_id`). */
+  candidates?: (string | null)[];
+  detail?: string;
+  /** batch_classes.id; internal (repairs, link-check rotation). */
+  rowId: number | null;
+}
+
+/** A needs_review batch that stays with the operator; `detail` says why. */
+export type Unresolved = Omit<Finding, 'category'>;
+
+/** Batches that are in no category because nothing is wrong yet, or an operator already owns them. */
+export interface Unclassified {
+  /** Not terminal, and a job is live or the row changed recently. */
+  inFlight: number;
+  /** Mapped, absent from the listing, but created so recently that the listing may not show it yet. */
+  tooRecent: number;
+  /** needs_review with no single safe candidate: still the operator's (see `unresolved`). */
+  unresolvedReview: number;
+  /** failed before any class id was stored. */
+  failedWithoutClass: number;
+}
+
+export interface RepairSummary {
+  requeued: number;
+  linkStepsReset: number;
+  adopted: number;
+  /** Findings a repair skipped because the row changed under it (another runner got there first). */
+  skipped: number;
+}
+
+export interface InstituteSummary {
+  instituteId: string;
+  mappings: number;
+  remoteClasses: number;
+  /** Listed items without `_id`: presence of mapped classes was matched by name for these. */
+  itemsWithoutId: number;
+  error?: string;
+}
+
+export interface ReconcileReport {
+  runId: number | null;
+  trigger: string;
+  dryRun: boolean;
+  ok: boolean;
+  startedAt: Date;
+  finishedAt: Date;
+  durationMs: number;
+  counts: Record<Category, number>;
+  /** Per category, up to `listLimit` findings (counts are always exact). */
+  findings: Record<Category, Finding[]>;
+  repairs: RepairSummary;
+  unclassified: Unclassified;
+  /** needs_review batches that stay with the operator, with the reason (capped like findings). */
+  unresolved: Unresolved[];
+  institutes: InstituteSummary[];
+  /** Remote join-link checks (get-class) made this run, a bounded rotation over synced classes. */
+  linkChecks: { checked: number; failed: number };
+  /** Honest caveats: e.g. presence matched by name only. */
+  notes: string[];
+  errors: string[];
+}
+
+export const emptyCounts = (): Record<Category, number> =>
+  Object.fromEntries(CATEGORIES.map((c) => [c, 0])) as Record<Category, number>;
+
+export const emptyFindings = (): Record<Category, Finding[]> =>
+  Object.fromEntries(CATEGORIES.map((c) => [c, []])) as unknown as Record<Category, Finding[]>;
