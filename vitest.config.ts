@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/faults/full.test.ts', 'node_modules/**'],
+    exclude: ['node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -1,6 +1,6 @@
 // What the sandbox's route modules share. Built once by startSandbox.
 import type { SandboxCredentials } from './auth.ts';
-import type { FaultController } from './faults.ts';
+import type { FaultController, SandboxOperation } from './faults.ts';
 import type { RateLimiter } from './rateLimit.ts';
 import type { RecordContext } from './records.ts';
 import type { HangRegistry } from './respond.ts';
@@ -20,6 +20,8 @@ export interface SandboxContext {
   hangs: HangRegistry;
   records: RecordContext;
   clock: () => number;
+  /** Told of every remote call as it arrives, before latency and checks (chaos tests time kills by it). */
+  requestListeners: Set<(operation: SandboxOperation) => void>;
   /** Aborted when the sandbox closes, so latency sleeps end at once. */
   closing: AbortSignal;
   /** The seed the PRNG streams currently replay from. */

@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import type { SandboxCredentials } from './auth.ts';
 import type { SandboxContext } from './context.ts';
 import { groundTruth, registerControlRoutes, type SandboxState } from './control.ts';
-import { createFaultController, type FaultConfig, type FaultController } from './faults.ts';
+import { createFaultController, type FaultConfig, type FaultController, type SandboxOperation } from './faults.ts';
 import { deriveSeed, freshSeed, mulberry32, randomHex } from './random.ts';
 import { createRateLimiter } from './rateLimit.ts';
 import { createHangRegistry, failure, send } from './respond.ts';
@@ -44,6 +44,8 @@ export interface RunningSandbox {
   stats: CallStats;
   /** The same object `GET /__sandbox/state` returns. */
   state(options?: { classes?: boolean }): SandboxState;
+  /** Calls `listener` as each remote call arrives (before latency); returns an unsubscribe function. */
+  onRequest(listener: (operation: SandboxOperation) => void): () => void;
   /** Empties store, counters and the rate-limit window; replays from `seed` (default: the current seed). */
   reset(seed?: number): void;
   /** Drops hung and delayed requests, then stops listening. Safe to call twice. */
@@ -94,6 +96,10 @@ export async function startSandbox(
     faults: ctx.faults,
     stats: ctx.stats,
     state: (opts) => groundTruth(ctx, opts?.classes ?? true),
+    onRequest(listener) {
+      ctx.requestListeners.add(listener);
+      return () => ctx.requestListeners.delete(listener);
+    },
     reset: (seed) => ctx.reset(seed),
     close() {
       closed ??= (async () => {
@@ -129,6 +135,7 @@ function buildContext(options: SandboxOptions, linkBase: () => string) {
       teacher: { _id: randomHex(mulberry32(deriveSeed(seed, 4)), 24), name: 'Sandbox Teacher' },
     },
     clock,
+    requestListeners: new Set(),
     closing: closing.signal,
     seed: () => seed,
     reset(next) {

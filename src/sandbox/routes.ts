@@ -29,6 +29,7 @@ export function registerRemoteRoutes(app: FastifyInstance, ctx: SandboxContext):
 }
 
 async function pipeline(ctx: SandboxContext, op: SandboxOperation, run: Operation, request: FastifyRequest, reply: FastifyReply) {
+  for (const listener of ctx.requestListeners) listener(op);
   const latency = ctx.faults.latencyMs();
   if (latency > 0) await sleep(latency, ctx.closing);
   if (ctx.closing.aborted) {
