@@ -2,7 +2,7 @@
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { and, eq, notInArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
+import { type BatchRow, type BatchState, TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
 import { DeferError, LeaseLostError, PermanentSyncError } from './errors.ts';
 import { type SyncDeps, runBatch } from './machine.ts';
 import type { SyncJobData, SyncResult } from './queue.ts';
@@ -24,18 +24,30 @@ export function createSyncProcessor(deps: SyncDeps) {
       }
       if (error instanceof PermanentSyncError) throw new UnrecoverableError(error.message);
       if (attempt >= (job.opts.attempts ?? 1)) {
-        await markExhausted(deps.db, key, error);
-        log.warn({ attempt }, 'attempts exhausted; batch failed');
+        const failed = await markExhausted(deps.db, key, error);
+        log.warn({ attempt, from: failed?.from, to: 'failed', classId: failed?.row.classId ?? null }, 'attempts exhausted; batch failed');
+        if (failed) deps.onTransition?.({ key, from: failed.from, to: 'failed', row: failed.row });
       }
       throw error;
     }
   };
 }
 
+/** How one run of a sync job ended, as the queue sees it (metrics count these). */
+export type SyncJobResult = 'completed' | 'deferred' | 'retrying' | 'failed';
+
+/** Classifies what `processSyncJob` threw (or `undefined` when it returned) for `job`. */
+export function syncJobResult(job: Job<SyncJobData, SyncResult>, thrown?: unknown): SyncJobResult {
+  if (thrown === undefined) return 'completed';
+  if (thrown instanceof DelayedError) return 'deferred';
+  if (thrown instanceof UnrecoverableError) return 'failed';
+  return job.attemptsMade + 1 >= (job.opts.attempts ?? 1) ? 'failed' : 'retrying';
+}
+
 /** The last attempt failed: record `failed` with the last error (a later `retry` resumes safely). */
-async function markExhausted(db: Db, key: { instituteId: string; batchId: string }, error: unknown): Promise<void> {
+async function markExhausted(db: Db, key: { instituteId: string; batchId: string }, error: unknown): Promise<{ from: BatchState; row: BatchRow } | undefined> {
   const message = error instanceof Error ? error.message : String(error);
-  await db
+  const [updated] = await db
     .update(batchClasses)
     .set({ state: 'failed', failedAt: sql`now()`, lastError: `attempts exhausted: ${message}`, updatedAt: sql`now()` })
     .where(
@@ -44,5 +56,8 @@ async function markExhausted(db: Db, key: { instituteId: string; batchId: string
         eq(batchClasses.batchId, key.batchId),
         notInArray(batchClasses.state, [...TERMINAL_STATES]),
       ),
-    );
+    )
+    // A sub-select in RETURNING reads the snapshot from before this UPDATE: the state we left.
+    .returning({ row: batchClasses, from: sql<BatchState>`(select b.state from batch_classes b where b.id = ${batchClasses.id})` });
+  return updated;
 }

@@ -4,7 +4,7 @@ import type { Runtime } from '../runtime.ts';
 import { createRedis } from '../redis.ts';
 import { fullJitterBackoff } from './backoff.ts';
 import type { Transition } from './machine.ts';
-import { createSyncProcessor } from './processor.ts';
+import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
 import { BACKOFF_STRATEGY, SYNC_QUEUE, type SyncJobData, type SyncResult } from './queue.ts';
 import { sweepStuckBatches } from './sweep.ts';
 
@@ -18,6 +18,8 @@ export interface SyncWorker {
 
 export interface SyncWorkerOptions {
   onTransition?: (transition: Transition) => void;
+  /** Told how each job run ended (metrics). Must not throw. */
+  onJobResult?: (result: SyncJobResult) => void;
   /** Defaults to true; tests turn it off to control when sweeps run. */
   autoSweep?: boolean;
 }
@@ -35,7 +37,7 @@ export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = 
   });
   // Blocking commands need a connection of their own.
   const connection = createRedis(config.redisUrl, 'worker');
-  const worker = new Worker<SyncJobData, SyncResult>(SYNC_QUEUE, processor, {
+  const worker = new Worker<SyncJobData, SyncResult>(SYNC_QUEUE, observeResults(processor, options.onJobResult), {
     connection,
     prefix: config.queuePrefix,
     concurrency: config.sync.concurrency,
@@ -86,4 +88,22 @@ export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = 
       return closing;
     },
   };
+}
+
+type SyncProcessor = ReturnType<typeof createSyncProcessor>;
+
+/** Wraps the processor so `onJobResult` hears how every run ended; changes nothing else. */
+function observeResults(processor: SyncProcessor, onJobResult: ((result: SyncJobResult) => void) | undefined): SyncProcessor {
+  if (!onJobResult) return processor;
+  return (job, token) =>
+    processor(job, token).then(
+      (result) => {
+        onJobResult(syncJobResult(job));
+        return result;
+      },
+      (error: unknown) => {
+        onJobResult(syncJobResult(job, error));
+        throw error;
+      },
+    );
 }
