@@ -1,32 +1,93 @@
-// `classroom-sync worker`: migrations, then sync jobs until a signal; drains before exiting 0.
+// `classroom-sync worker`: migrations, then sync jobs and the operations surface (API, dashboard,
+// metrics, probes on PORT) until a signal; drains before exiting 0.
+import type { Queue } from 'bullmq';
 import type { Config } from '../config.ts';
 import { runMigrations } from '../db/migrate.ts';
-import { createRuntime } from '../runtime.ts';
-import { createSyncWorker } from '../sync/worker.ts';
+import { type HttpServer, createHttpServer } from '../http/server.ts';
+import type { Logger } from '../logger.ts';
+import { type Metrics, createMetrics } from '../metrics/metrics.ts';
+import { type Runtime, createRuntime } from '../runtime.ts';
+import { type SyncWorker, createSyncWorker } from '../sync/worker.ts';
 
-export async function startWorkerProcess(config: Config): Promise<void> {
-  await runMigrations(config.databaseUrl);
-  const runtime = createRuntime(config);
-  const sync = createSyncWorker(runtime);
+export interface WorkerProcessOptions {
+  /** Require API_TOKEN on /metrics too. */
+  metricsAuth?: boolean;
+  /** Defaults to the one `createRuntime` makes from the config. */
+  logger?: Logger;
+}
+
+/** Everything one worker process runs; `stop()` is the SIGTERM path, usable without a signal. */
+export interface WorkerProcess {
+  runtime: Runtime;
+  metrics: Metrics;
+  sync: SyncWorker;
+  http: HttpServer;
+  /** Base URL of the HTTP server. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startWorker(config: Config, options: WorkerProcessOptions = {}): Promise<WorkerProcess> {
+  const metrics = createMetrics();
+  const runtime = createRuntime(config, { ...metrics.runtimeOptions, ...(options.logger ? { logger: options.logger } : {}) });
+  // The reconciliation's queue goes here once it has one, so the dashboard and gauges show it.
+  const extraQueues: Queue[] = [];
+  let http: HttpServer;
+  let url: string;
+  try {
+    http = await createHttpServer({ runtime, metrics, extraQueues, metricsAuth: options.metricsAuth === true });
+    // Listen before taking jobs: a port clash should stop a fresh process before it does any work.
+    url = await http.listen().catch((error: unknown) => {
+      throw portError(error, config.http.port);
+    });
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
+  const sync = createSyncWorker(runtime, { onTransition: metrics.onTransition, onJobResult: metrics.recordJob });
   runtime.logger.info(
-    { workerId: runtime.workerId, concurrency: config.sync.concurrency, queuePrefix: config.queuePrefix, remote: config.classroom.baseUrl },
+    { workerId: runtime.workerId, concurrency: config.sync.concurrency, queuePrefix: config.queuePrefix, remote: config.classroom.baseUrl, url },
     'worker started',
   );
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      // Intake stops at once (no new connections; in-flight requests finish) while active jobs
+      // get up to SHUTDOWN_GRACE; only then do the queues and pools they use go away.
+      const results = await Promise.allSettled([http.close(), sync.close(config.sync.shutdownGraceMs)]);
+      await runtime.close();
+      for (const r of results) if (r.status === 'rejected') throw r.reason;
+    })());
+  return { runtime, metrics, sync, http, url, stop };
+}
+
+export async function startWorkerProcess(config: Config, options: WorkerProcessOptions = {}): Promise<void> {
+  await runMigrations(config.databaseUrl);
+  const worker = await startWorker(config, options);
+  const { logger } = worker.runtime;
   await new Promise<void>((resolve) => {
-    const stop = (signal: NodeJS.Signals) => {
-      runtime.logger.info({ signal }, 'stopping: no new jobs; finishing active ones');
-      process.off('SIGTERM', stop);
-      process.off('SIGINT', stop);
-      sync
-        .close()
-        .then(() => runtime.close())
-        .then(resolve, (error) => {
-          runtime.logger.error({ err: error }, 'error while stopping');
-          resolve();
-        });
+    const onSignal = (signal: NodeJS.Signals) => {
+      logger.info({ signal }, 'stopping: no new requests or jobs; finishing active ones');
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      worker.stop().then(resolve, (error: unknown) => {
+        logger.error({ err: error }, 'error while stopping');
+        resolve();
+      });
     };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
   });
-  runtime.logger.info('worker stopped');
+  logger.info('worker stopped');
+}
+
+function portError(error: unknown, port: number): Error {
+  if ((error as { code?: unknown }).code === 'EADDRINUSE') {
+    return new Error(
+      `PORT ${port} is already in use (another worker on this host?). Give each worker process its own PORT, or PORT=0 for any free port.`,
+      { cause: error },
+    );
+  }
+  return error instanceof Error ? error : new Error(String(error));
 }

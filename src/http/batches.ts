@@ -1,0 +1,95 @@
+// The batch API: integrators post batch-created events and read back mappings.
+//
+// A posted array is all-or-nothing: if any event is invalid the answer is 400 listing every
+// problem (by index and field) and nothing is recorded. Accepting the valid part would force every
+// client to parse per-item results to learn what to resend; since re-posting is harmless (one row
+// and one job per batch), "fix and resend the whole array" is the simplest correct client.
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { findBatch, viewOf } from '../commands/status.ts';
+import { type PublishDeps, publishBatches } from '../events/publish.ts';
+import { parseBatchCreated } from '../events/schema.ts';
+import { type Problem, batchIdParamSchema, listMappings, listQuerySchema, oneQuerySchema, problemsOf } from './batch-query.ts';
+
+export const MAX_EVENTS_PER_POST = 1_000;
+
+export interface BatchRoutesDeps {
+  publish: PublishDeps;
+  /** Used when a read names no `instituteId`. */
+  defaultInstituteId: string;
+  /** Largest accepted request body for POST /v1/batches. */
+  bodyLimitBytes: number;
+}
+
+export function registerBatchRoutes(app: FastifyInstance, deps: BatchRoutesDeps): void {
+  const { db } = deps.publish;
+
+  app.post('/v1/batches', { bodyLimit: deps.bodyLimitBytes }, async (request, reply) => {
+    const body = request.body;
+    const isArray = Array.isArray(body);
+    const events: unknown[] = isArray ? body : [body];
+    const problems = isArray ? arrayProblems(events) : [];
+    if (problems.length === 0) problems.push(...eventProblems(events, isArray, deps.publish.defaults.instituteId));
+    if (problems.length > 0) return badRequest(reply, problems, 'nothing was accepted; fix these and post again (re-posting is harmless)');
+
+    const outcomes = await publishBatches(deps.publish, events);
+    const batches = outcomes.map((outcome) => {
+      // Validated above with the same rules, so every outcome is an accepted batch.
+      if (!outcome.ok) throw new Error(`event ${outcome.index} was rejected after validation`);
+      const { ok: _ok, ...accepted } = outcome;
+      return accepted;
+    });
+    request.log.info({ accepted: batches.length, duplicates: batches.filter((b) => b.duplicate).length }, 'batches accepted');
+    return reply.code(202).send({ batches });
+  });
+
+  app.get('/v1/batches/:batchId', async (request, reply) => {
+    const params = batchIdParamSchema.safeParse(request.params);
+    const query = oneQuerySchema.safeParse(request.query);
+    if (!params.success || !query.success) {
+      return badRequest(reply, [...(params.success ? [] : problemsOf(params.error)), ...(query.success ? [] : problemsOf(query.error))]);
+    }
+    const instituteId = query.data.instituteId ?? deps.defaultInstituteId;
+    const row = await findBatch(db, instituteId, params.data.batchId);
+    if (!row) {
+      return reply.code(404).send({ error: 'not_found', message: `batch ${params.data.batchId} of institute ${instituteId} is not known` });
+    }
+    return viewOf(row);
+  });
+
+  app.get('/v1/batches', async (request, reply) => {
+    const query = listQuerySchema.safeParse(request.query);
+    if (!query.success) return badRequest(reply, problemsOf(query.error));
+    const page = await listMappings(db, query.data);
+    return { items: page.rows.map(viewOf), nextCursor: page.nextCursor };
+  });
+}
+
+function arrayProblems(events: unknown[]): Problem[] {
+  if (events.length === 0) return [{ path: '(body)', reason: 'must hold at least one event' }];
+  if (events.length > MAX_EVENTS_PER_POST) {
+    return [{ path: '(body)', reason: `must hold at most ${MAX_EVENTS_PER_POST} events (got ${events.length}); split it` }];
+  }
+  return [];
+}
+
+function eventProblems(events: unknown[], isArray: boolean, defaultInstituteId: string): Problem[] {
+  return events.flatMap((event, index) => {
+    const parsed = parseBatchCreated(event, defaultInstituteId);
+    if (parsed.ok) return [];
+    return parsed.problems.map(({ field, reason }) => ({ path: pathOf(isArray ? index : undefined, field), reason }));
+  });
+}
+
+/** `name`, `(body)`, `[3].name`, `[3]`. */
+function pathOf(index: number | undefined, field: string): string {
+  const whole = field === '(event)';
+  if (index === undefined) return whole ? '(body)' : field;
+  return whole ? `[${index}]` : `[${index}].${field}`;
+}
+
+export function badRequest(reply: FastifyReply, problems: Problem[], message?: string): FastifyReply {
+  const shown = problems.slice(0, 10).map((p) => `${p.path} ${p.reason}`);
+  if (problems.length > shown.length) shown.push(`and ${problems.length - shown.length} more`);
+  const summary = shown.join('; ');
+  return reply.code(400).send({ error: 'invalid_request', message: message ? `${summary} (${message})` : summary, problems });
+}

@@ -1,0 +1,86 @@
+// The queue dashboard (Bull Board) at /admin/queues, behind the operator sign-in.
+//
+// Retrying a failed *sync* job from the dashboard means "put this batch back", exactly as
+// `classroom-sync retry BATCH_ID` does: the mapping leaves `failed`/`needs_review` for the last safe
+// step and the job runs again with fresh attempts. Bull Board's own retry would only re-run the job,
+// which then finds the batch terminal and does nothing.
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import type { Queue } from 'bullmq';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { Db } from '../db/client.ts';
+import type { BatchKey } from '../sync/keys.ts';
+import type { SyncQueue } from '../sync/queue.ts';
+import { retryBatches } from '../sync/retry.ts';
+
+export const DASHBOARD_PATH = '/admin/queues';
+const API = `${DASHBOARD_PATH}/api/queues`;
+const RETRY_ONE = `${API}/:queueName/:jobId/retry`;
+const RETRY_ALL = `${API}/:queueName/retry/:queueStatus`;
+
+export interface DashboardDeps {
+  db: Db;
+  syncQueue: SyncQueue;
+  /** Shown beside the sync queue (e.g. the reconciliation queue). */
+  extraQueues: readonly Queue[];
+  authenticate: onRequestHookHandler;
+}
+
+export async function registerDashboard(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
+  const serverAdapter = new FastifyAdapter();
+  serverAdapter.setBasePath(DASHBOARD_PATH);
+  createBullBoard({
+    queues: [deps.syncQueue, ...deps.extraQueues].map((queue) => new BullMQAdapter(queue)),
+    // @bull-board/fastify pins its own patch release of @bull-board/api, whose adapter types are
+    // nominally different (private fields) but the same at run time; the UI and routes come from ours.
+    serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
+    options: { uiConfig: { boardTitle: 'classroom-sync' } },
+  });
+  await app.register(async (scope) => {
+    // Hooks added here cover every route Bull Board registers below, its static files included.
+    scope.addHook('onRequest', deps.authenticate);
+    scope.addHook('preHandler', async (request, reply) => retryBridge(deps, request, reply));
+    await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
+  });
+}
+
+/** Answers the dashboard's retry requests for failed sync jobs itself; leaves everything else to Bull Board. */
+async function retryBridge(deps: DashboardDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+  if (request.method !== 'PUT') return undefined;
+  const route = request.routeOptions.url;
+  const params = request.params as { queueName?: string; jobId?: string; queueStatus?: string };
+  if (params.queueName !== deps.syncQueue.name) return undefined;
+
+  if (route === RETRY_ONE && params.jobId) {
+    const job = await deps.syncQueue.getJob(params.jobId);
+    if (!job || (await job.getState()) !== 'failed') return undefined;
+    const [result] = await retryBatches({ db: deps.db, queue: deps.syncQueue }, { keys: [keyOf(job.data)] });
+    request.log.info({ jobId: job.id, batchId: job.data.batchId, from: result?.from, to: result?.to, queued: result?.queued }, 'dashboard retry: batch put back');
+    return reply.code(204).send();
+  }
+  if (route === RETRY_ALL && params.queueStatus === 'failed') {
+    const retried = await retryAllFailed(deps);
+    request.log.info({ retried }, 'dashboard retry-all: failed batches put back');
+    return reply.code(200).send({ retried, skipped: 0 });
+  }
+  return undefined;
+}
+
+async function retryAllFailed(deps: DashboardDeps): Promise<number> {
+  let retried = 0;
+  // Each round moves the batches it read out of the failed set, so always read from the start.
+  for (;;) {
+    const jobs = await deps.syncQueue.getJobs(['failed'], 0, 199);
+    if (jobs.length === 0) return retried;
+    const results = await retryBatches({ db: deps.db, queue: deps.syncQueue }, { keys: jobs.map((j) => keyOf(j.data)) });
+    const moved = results.filter((r) => r.queued).length;
+    retried += moved;
+    // A job whose batch is unknown to Postgres cannot be put back; stop rather than loop on it.
+    if (moved === 0) return retried;
+  }
+}
+
+function keyOf(data: BatchKey): BatchKey {
+  return { instituteId: data.instituteId, batchId: data.batchId };
+}

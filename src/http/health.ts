@@ -1,0 +1,49 @@
+// Liveness and readiness. /healthz says only "this process answers" (restart it if not);
+// /readyz says whether its dependencies answer right now (route traffic elsewhere if not).
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Database } from '../db/client.ts';
+import type { Redis } from '../redis.ts';
+import { TimeoutError, withTimeout } from '../metrics/scrape.ts';
+
+export interface HealthDeps {
+  redis: Redis;
+  database: Database;
+  /** Per dependency; a hung connection must not hang the probe. */
+  timeoutMs: number;
+}
+
+export function registerHealthRoutes(app: FastifyInstance, deps: HealthDeps): void {
+  // Probes run every few seconds; their request lines would drown everything else at info.
+  const quiet = { logLevel: 'warn' as const };
+
+  app.get('/healthz', quiet, async () => ({ status: 'ok' }));
+
+  app.get('/readyz', quiet, async (request, reply) => {
+    const [redis, postgres] = await Promise.all([
+      probe(() => deps.redis.ping(), deps.timeoutMs, 'redis', request.log),
+      probe(() => deps.database.pool.query('select 1'), deps.timeoutMs, 'postgres', request.log),
+    ]);
+    const checks = { redis, postgres };
+    const failing = Object.entries(checks)
+      .filter(([, result]) => result !== 'ok')
+      .map(([name]) => name);
+    if (failing.length === 0) return { status: 'ready', checks };
+    return reply.code(503).send({ status: 'unavailable', failing, checks });
+  });
+}
+
+/**
+ * 'ok', or a short reason. The endpoint is open to load balancers, so the full error (which may
+ * name hosts) goes to the log only.
+ */
+async function probe(check: () => Promise<unknown>, timeoutMs: number, what: string, log: FastifyBaseLogger): Promise<string> {
+  try {
+    await withTimeout(check(), timeoutMs, what);
+    return 'ok';
+  } catch (error) {
+    log.warn({ err: error, dependency: what }, `readiness: ${what} is not answering`);
+    if (error instanceof TimeoutError) return `no answer within ${timeoutMs} ms`;
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' ? `failed (${code})` : 'failed';
+  }
+}

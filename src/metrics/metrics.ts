@@ -1,0 +1,171 @@
+// Prometheus metrics. Each `createMetrics()` owns its own Registry (never prom-client's global
+// one), so several workers or tests can live in one process without clashing names.
+//
+// Three kinds of source feed it:
+//   - events pushed while work happens: remote calls (ClassroomHooks.afterCall), rate-limit
+//     waits, sync job results, state transitions, reconciliation runs;
+//   - values read at scrape time (`refresh`): batches by state from Postgres, job counts from
+//     BullMQ. Reading them per scrape keeps every process's answer true for the whole fleet;
+//   - Node's default process metrics.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { CallRecord } from '../classroom/client.ts';
+import type { SyncJobResult } from '../sync/processor.ts';
+import type { Transition } from '../sync/machine.ts';
+import { type ScrapeSources, refreshScrapeGauges, scrapeGauges } from './scrape.ts';
+
+export type { ScrapeSources } from './scrape.ts';
+
+/** What the reconciliation reports after each run; see `Metrics.recordReconciliation`. */
+export interface ReconciliationRun {
+  /** Items found per category (e.g. `{ in_sync: 120, drift: 2, orphan: 1 }`); any category names. */
+  counts: Readonly<Record<string, number>>;
+  finishedAt: Date;
+  /** False when the run could not finish; its counts are then ignored. */
+  ok: boolean;
+  durationMs?: number;
+}
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** Spread into `createRuntime(config, { ...metrics.runtimeOptions })`. */
+  readonly runtimeOptions: {
+    classroomHooks: { afterCall: (call: CallRecord) => void };
+    onRateLimitWait: (ms: number) => void;
+  };
+  /** Pass as `createSyncWorker(runtime, { onTransition })`. */
+  onTransition(transition: Transition): void;
+  /** Pass as `createSyncWorker(runtime, { onJobResult })`. */
+  recordJob(result: SyncJobResult): void;
+  /**
+   * Called by the reconciliation after every run. A successful run replaces the per-category
+   * counts and moves the last-success time; a failed one only counts as a failed run.
+   */
+  recordReconciliation(run: ReconciliationRun): void;
+  /** Reads the scrape-time gauges; call right before `registry.metrics()`. Never throws. */
+  refresh(sources: ScrapeSources): Promise<void>;
+}
+
+const SECONDS_TO_SYNCED = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1_800, 3_600, 4 * 3_600, 24 * 3_600];
+const CALL_SECONDS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const WAIT_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
+  const registry = new Registry();
+  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+
+  const jobs = new Counter({
+    name: 'classroom_sync_jobs_total',
+    help: 'Sync job runs by result: completed, deferred (waits without using an attempt), retrying (attempt failed, will retry), failed (no more attempts).',
+    labelNames: ['result'] as const,
+    registers,
+  });
+  const transitions = new Counter({
+    name: 'classroom_sync_transitions_total',
+    help: 'Batch state transitions made by sync runs in this process.',
+    labelNames: ['from', 'to'] as const,
+    registers,
+  });
+  const toSynced = new Histogram({
+    name: 'classroom_sync_event_to_synced_seconds',
+    help: 'Time from a batch event being recorded (receivedAt) to the batch reaching synced (syncedAt).',
+    buckets: SECONDS_TO_SYNCED,
+    registers,
+  });
+  const calls = new Counter({
+    name: 'classroom_sync_remote_calls_total',
+    help: 'Calls to the remote classroom service by operation and outcome (ok, not_sent, rejected, throttled, outcome_unknown).',
+    labelNames: ['operation', 'outcome'] as const,
+    registers,
+  });
+  const callSeconds = new Histogram({
+    name: 'classroom_sync_remote_call_duration_seconds',
+    help: 'Latency of calls to the remote classroom service, from send to classified answer.',
+    labelNames: ['operation', 'outcome'] as const,
+    buckets: CALL_SECONDS,
+    registers,
+  });
+  const rateLimitWaits = new Histogram({
+    name: 'classroom_sync_rate_limit_wait_seconds',
+    help: 'Waits for a slot of the shared remote rate limit (only calls that had to wait are counted).',
+    buckets: WAIT_SECONDS,
+    registers,
+  });
+  const reconcile = reconcileMetrics(registers);
+  const gauges = scrapeGauges(registers);
+
+  // Every series that can be known in advance starts at 0, so rate() and absent() behave from the first scrape.
+  for (const result of ['completed', 'deferred', 'retrying', 'failed'] as const) jobs.labels({ result }).inc(0);
+
+  return {
+    registry,
+    runtimeOptions: {
+      classroomHooks: {
+        afterCall(call) {
+          const labels = { operation: call.operation, outcome: call.outcome };
+          calls.labels(labels).inc();
+          callSeconds.labels(labels).observe(call.durationMs / 1000);
+        },
+      },
+      onRateLimitWait(ms) {
+        rateLimitWaits.observe(ms / 1000);
+      },
+    },
+    onTransition({ from, to, row }) {
+      transitions.labels({ from, to }).inc();
+      if (to === 'synced' && row.syncedAt && row.receivedAt) {
+        toSynced.observe(Math.max(0, row.syncedAt.getTime() - row.receivedAt.getTime()) / 1000);
+      }
+    },
+    recordJob(result) {
+      jobs.labels({ result }).inc();
+    },
+    recordReconciliation: reconcile.record,
+    refresh: (sources) => refreshScrapeGauges(gauges, sources),
+  };
+}
+
+function reconcileMetrics(registers: Registry[]) {
+  const items = new Gauge({
+    name: 'classroom_sync_reconcile_items',
+    help: 'Items per category found by the last successful reconciliation run.',
+    labelNames: ['category'] as const,
+    registers,
+  });
+  const runs = new Counter({
+    name: 'classroom_sync_reconcile_runs_total',
+    help: 'Reconciliation runs by result (ok, error).',
+    labelNames: ['result'] as const,
+    registers,
+  });
+  const lastSuccess = new Gauge({
+    name: 'classroom_sync_reconcile_last_success_timestamp_seconds',
+    help: 'Unix time when the last successful reconciliation run finished (absent until one has).',
+    registers,
+  });
+  const lastRun = new Gauge({
+    name: 'classroom_sync_reconcile_last_run_timestamp_seconds',
+    help: 'Unix time when the last reconciliation run finished, successful or not.',
+    registers,
+  });
+  const duration = new Gauge({
+    name: 'classroom_sync_reconcile_duration_seconds',
+    help: 'How long the last reconciliation run took.',
+    registers,
+  });
+  runs.labels({ result: 'ok' }).inc(0);
+  runs.labels({ result: 'error' }).inc(0);
+  return {
+    record(run: ReconciliationRun): void {
+      const finished = run.finishedAt.getTime() / 1000;
+      runs.labels({ result: run.ok ? 'ok' : 'error' }).inc();
+      lastRun.set(finished);
+      if (run.durationMs !== undefined) duration.set(run.durationMs / 1000);
+      if (!run.ok) return;
+      // Replace, not merge: a category absent from this run has no items now.
+      items.reset();
+      for (const [category, n] of Object.entries(run.counts)) items.labels({ category }).set(n);
+      lastSuccess.set(finished);
+    },
+  };
+}
