@@ -1,6 +1,8 @@
 // `classroom-sync reconcile [--dry-run] [--json]`: one pass on demand, same code as the schedule.
 import { type Command, InvalidArgumentError } from 'commander';
+import pino from 'pino';
 import type { Config } from '../config.ts';
+import { createLogger } from '../logger.ts';
 import { createRuntime } from '../runtime.ts';
 import { DEFAULT_LINK_CHECKS, runReconciliation } from './run.ts';
 import { CATEGORIES, REPAIRED, type Finding, type ReconcileReport } from './types.ts';
@@ -24,7 +26,9 @@ export function registerReconcileCommand(program: Command, getConfig: () => Conf
     .option('--limit <n>', 'findings listed per category (counts are always exact)', nonNegative, 50)
     .action(async (flags: ReconcileFlags) => {
       const config = getConfig();
-      const runtime = createRuntime(config);
+      // The report is this command's stdout; log lines go to stderr so `--json` stays parseable.
+      const logger = createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) });
+      const runtime = createRuntime(config, { logger });
       try {
         const report = await runReconciliation(
           { db: runtime.database.db, classroom: runtime.classroom, queue: runtime.queue, logger: runtime.logger },

@@ -1,7 +1,8 @@
 // Runs a reconciliation pass every RECONCILE_EVERY on a queue of its own. The schedule is a BullMQ
 // job scheduler with a fixed id: every worker process upserts the same one, so however many start
-// there is exactly one schedule, and each tick is one job that exactly one worker runs. `every` is
-// counted from the Unix epoch, so the default 15 minutes falls on :00, :15, :30 and :45 UTC.
+// there is exactly one schedule, and each tick is one job that exactly one worker runs. Ticks are
+// aligned to multiples of RECONCILE_EVERY since the Unix epoch, so the default 15 minutes falls on
+// :00, :15, :30 and :45 UTC whichever process registered the schedule first.
 import { Queue, Worker } from 'bullmq';
 import { createRedis } from '../redis.ts';
 import type { Runtime } from '../runtime.ts';
@@ -43,7 +44,8 @@ export async function createReconciler(runtime: Runtime, options: ReconcilerOpti
   if (everyMs > 0) {
     await queue.upsertJobScheduler(
       RECONCILE_SCHEDULER_ID,
-      { every: everyMs },
+      // startDate only places the first tick; once the scheduler exists, BullMQ keeps its own slots.
+      { every: everyMs, startDate: Math.ceil(Date.now() / everyMs) * everyMs },
       { name: 'reconcile', data: {}, opts: { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
     );
   } else {
