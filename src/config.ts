@@ -60,6 +60,7 @@ const envSchema = z.object({
   CLASSROOM_EDIT_CLASS_METHOD: z.enum(['POST', 'PUT']).default('POST'),
   CLASSROOM_TIMEOUT: duration.default(10_000),
   CLASSROOM_RATE_LIMIT_PER_MINUTE: int(1, 1_000_000).default(500),
+  CLASSROOM_THROTTLE_PAUSE: duration.default(15_000),
   CLASSROOM_CLASS_NAME_TEMPLATE: z
     .string()
     .min(1)
@@ -106,6 +107,7 @@ export interface Config {
     editClassMethod: 'POST' | 'PUT';
     timeoutMs: number;
     rateLimitPerMinute: number;
+    throttlePauseMs: number;
     classNameTemplate: string;
   }>;
   readonly sync: Readonly<{
@@ -168,6 +170,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       editClassMethod: e.CLASSROOM_EDIT_CLASS_METHOD,
       timeoutMs: e.CLASSROOM_TIMEOUT,
       rateLimitPerMinute: e.CLASSROOM_RATE_LIMIT_PER_MINUTE,
+      throttlePauseMs: e.CLASSROOM_THROTTLE_PAUSE,
       classNameTemplate: e.CLASSROOM_CLASS_NAME_TEMPLATE,
     },
     sync: {

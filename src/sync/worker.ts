@@ -32,7 +32,7 @@ export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = 
     limiter,
     logger,
     workerId,
-    settings: { leaseMs: config.sync.leaseMs, settleMs: config.sync.settleMs, throttlePauseMs: 15_000 },
+    settings: { leaseMs: config.sync.leaseMs, settleMs: config.sync.settleMs, throttlePauseMs: config.classroom.throttlePauseMs },
     onTransition: options.onTransition,
   });
   // Blocking commands need a connection of their own.

@@ -22,6 +22,7 @@ export const FAST_SYNC: Record<string, string> = {
   CLASSROOM_TIMEOUT: '1s',
   SYNC_CONCURRENCY: '16',
   CLASSROOM_RATE_LIMIT_PER_MINUTE: '600000',
+  CLASSROOM_THROTTLE_PAUSE: '300ms',
   LOG_LEVEL: 'silent',
 };
 
