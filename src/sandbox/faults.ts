@@ -18,6 +18,9 @@ export const FAULT_KINDS = [
   'bodyError', // the call takes effect, then HTTP 200 with body {status:500}
   'nonJsonBody', // the call takes effect, then HTTP 200 with an HTML page
   'truncatedBody', // the call takes effect, then HTTP 200 with half a JSON document
+  // The call takes effect, then HTTP 200 whose class ids carry path characters: `data._id` (and
+  // each listed item's `_id`) becomes "../<id>". Not in `mixedFaultRates`: ask for it by name.
+  'unsafeId',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -136,7 +139,8 @@ function pick(rates: FaultRates, draw: number): FaultKind | undefined {
 
 /**
  * `--fail-rate p`: a mix of transient faults adding up to p. Leaves out `bodyRejected`
- * (a permanent failure) so a demo under faults still completes every batch.
+ * (a permanent failure) so a demo under faults still completes every batch, and `unsafeId`
+ * (a hostile remote, for targeted tests) so existing suites keep their mix.
  */
 export function mixedFaultRates(failRate: number): FaultRates {
   const mix: FaultRates = {

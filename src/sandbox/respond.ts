@@ -69,6 +69,8 @@ export function deliverFault(request: FastifyRequest, reply: FastifyReply, d: Fa
       const json = JSON.stringify(d.answer?.body ?? { status: 200, message: 'Success', data: {} });
       return raw(reply, 'application/json', json.slice(0, Math.max(1, Math.floor(json.length / 2))));
     }
+    case 'unsafeId':
+      return send(reply, d.answer ? withUnsafeIds(d.answer) : failure(500, 'Internal server error'));
     case 'lostResponse':
       reply.hijack();
       request.raw.socket.destroy();
@@ -86,4 +88,22 @@ function raw(reply: FastifyReply, contentType: string, body: string): FastifyRep
   reply.raw.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
   reply.raw.end(body);
   return reply;
+}
+
+const LISTS = ['classes', 'pendingClasses', 'hiddenClasses'] as const;
+
+/** The same answer with the class's `_id` (or each listed item's) turned into "../<id>". */
+function withUnsafeIds(answer: Answer): Answer {
+  if (answer.status !== 200) return answer;
+  const unsafe = (value: unknown): unknown => {
+    if (!value || typeof value !== 'object' || Array.isArray(value)) return value;
+    const copy: Record<string, unknown> = { ...value };
+    if (typeof copy._id === 'string') copy._id = `../${copy._id}`;
+    for (const list of LISTS) {
+      const items = copy[list];
+      if (Array.isArray(items)) copy[list] = items.map(unsafe);
+    }
+    return copy;
+  };
+  return { ...answer, body: { ...answer.body, data: unsafe(answer.body.data) } };
 }

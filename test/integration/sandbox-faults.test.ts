@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { FaultKind, RunningSandbox } from '../../src/sandbox/index.ts';
+import { type FaultKind, mixedFaultRates, type RunningSandbox } from '../../src/sandbox/index.ts';
 import { addClass, call, eventually, listing, start } from './sandbox-helpers.ts';
 
 let sb: RunningSandbox;
@@ -92,6 +92,40 @@ describe('sandbox faults: one per call, observable', () => {
     expect(cut.text.startsWith('{"status":200')).toBe(true);
     expect(cut.json).toBeUndefined();
     expect(stored()).toHaveLength(2);
+  });
+
+  it('unsafeId: the class is stored, but the answer calls it "../<id>"', async () => {
+    once('unsafeId');
+    const res = await addClass(sb, 'Traversal');
+    expect(res.status).toBe(200);
+    expect(res.json.status).toBe(200);
+    const [truth] = stored();
+    expect(truth?.name).toBe('Traversal');
+    expect(res.json.data._id).toBe(`../${truth!.id}`);
+    expect(sb.state().calls.faultsInjected).toEqual({ unsafeId: 1 });
+  });
+
+  it('unsafeId on get-class and on the listing: every class id carries a "/"; errors are left alone', async () => {
+    const id = (await addClass(sb, 'Listed')).json.data._id as string;
+    sb.faults.enqueue({ operation: 'getClass', fault: 'unsafeId', count: 2 });
+    expect((await call(sb, 'GET', `/user/v2/classes/${id}?full=true`)).json.data._id).toBe(`../${id}`);
+    const missing = await call(sb, 'GET', '/user/v2/classes/000000000000000000000000');
+    expect(missing.status).toBe(404);
+    expect(missing.json).toMatchObject({ status: 404 });
+    sb.store.hide(id);
+    await addClass(sb, 'Visible');
+    sb.faults.enqueue({ operation: 'listClasses', fault: 'unsafeId' });
+    const { json } = await listing(sb);
+    const items = [...json.data.classes, ...json.data.hiddenClasses] as { _id: string; name: string }[];
+    expect(items.map((i) => i.name).sort()).toEqual(['Listed', 'Visible']);
+    for (const item of items) expect(item._id).toMatch(/^\.\.\/[0-9a-f]{24}$/);
+    expect((await listing(sb)).json.data.classes[0]._id).toMatch(/^[0-9a-f]{24}$/);
+  });
+
+  it('mixedFaultRates leaves out unsafeId (and bodyRejected)', () => {
+    const mix = mixedFaultRates(1);
+    expect(mix).not.toHaveProperty('unsafeId');
+    expect(mix).not.toHaveProperty('bodyRejected');
   });
 
   it('one-shot faults only hit their operation, in order, then stop', async () => {
