@@ -1,5 +1,5 @@
 // The one entry point. Each command is a small function over the composition root.
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, type Config, loadConfig } from './config.ts';
 import { runMigrations } from './db/migrate.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
@@ -8,11 +8,21 @@ import { countByState, findBatch, formatBatch, viewOf } from './commands/status.
 import { retryBatches } from './sync/retry.ts';
 import { startWorkerProcess } from './commands/worker.ts';
 import { runDemo } from './commands/demo.ts';
+import { runCheck } from './commands/check.ts';
+import { ImportFileError, runImport } from './commands/import.ts';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { registerSandboxCommand } from './sandbox/cli.ts';
 import { registerReconcileCommand } from './reconcile/cli.ts';
 
 export async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
+  let program: Command;
+  try {
+    program = buildProgram(loadDotEnv());
+  } catch (error) {
+    process.exitCode = reportFatal(error);
+    return;
+  }
   try {
     await program.parseAsync(argv);
   } catch (error) {
@@ -20,7 +30,21 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
-function buildProgram(): Command {
+/**
+ * Loads `.env` from the working directory, if there is one. Variables already in the environment
+ * win, so a deployment can override any line of it. Returns the file's path when it was loaded.
+ */
+export function loadDotEnv(cwd = process.cwd()): string | undefined {
+  const file = resolve(cwd, '.env');
+  if (!existsSync(file)) return undefined;
+  if (typeof process.loadEnvFile !== 'function') {
+    throw new UsageError(`${file} exists, but Node.js ${process.version} cannot read .env files (20.12 or later can): upgrade Node.js, or export the variables instead.`);
+  }
+  process.loadEnvFile(file);
+  return file;
+}
+
+function buildProgram(envFile: string | undefined): Command {
   const program = new Command('classroom-sync')
     .description('Keeps your batches in step with the remote classroom service: one class and join link per batch.')
     .showHelpAfterError();
@@ -110,8 +134,34 @@ function buildProgram(): Command {
     .option('--once', 'exit when the sample batches are done instead of serving until Ctrl-C')
     .option('--count <n>', 'how many sample batches', (v) => Number.parseInt(v, 10), 12)
     .option('--sandbox-port <port>', 'port of the built-in sandbox (0 = any free port)', (v) => Number.parseInt(v, 10), 0)
-    .action(async (opts: { once?: boolean; count: number; sandboxPort: number }) => {
-      await runDemo(getConfig(), { once: opts.once === true, count: opts.count, sandboxPort: opts.sandboxPort });
+    .option('--fail-rate <p>', 'inject faults into this share of remote calls (0..1), to watch retries and the duplicate guard', parseProbability, 0)
+    .option('--verbose', 'log at LOG_LEVEL (default: errors only, on stderr)')
+    .action(async (opts: { once?: boolean; count: number; sandboxPort: number; failRate: number; verbose?: boolean }) => {
+      process.exitCode = await runDemo(getConfig(), {
+        once: opts.once === true,
+        count: opts.count,
+        sandboxPort: opts.sandboxPort,
+        failRate: opts.failRate,
+        verbose: opts.verbose === true,
+      });
+    });
+
+  program
+    .command('check')
+    .description('verify PostgreSQL, Redis and the classroom credentials and headers with one harmless read; exit code 1 on any failure')
+    .action(async () => {
+      process.exitCode = await runCheck(getConfig(), { envFile });
+    });
+
+  program
+    .command('import')
+    .argument('<file>', 'FILE.csv (header batchId,name,subject[,instituteId][,more class fields]) or FILE.ndjson')
+    .option('--format <format>', 'csv or ndjson (default: from the file name)')
+    .description('back-fill existing batches from a file; rejected rows are listed and make the exit code 1')
+    .action(async (file: string, opts: { format?: string }) => {
+      await withRuntime(getConfig(), async (rt) => {
+        process.exitCode = await runImport(publishDeps(rt), file, opts.format === undefined ? {} : { format: opts.format });
+      });
     });
 
   registerReconcileCommand(program, getConfig);
@@ -140,7 +190,17 @@ async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>): 
 
 class UsageError extends Error {}
 
+function parseProbability(value: string): number {
+  const p = Number(value);
+  if (value.trim() === '' || !Number.isFinite(p) || p < 0 || p > 1) throw new InvalidArgumentError('must be a probability from 0 to 1');
+  return p;
+}
+
 function reportFatal(error: unknown): number {
+  if (error instanceof ImportFileError) {
+    console.error(`cannot import: ${error.message}`);
+    return 1;
+  }
   if (error instanceof ConfigError || error instanceof UsageError) {
     console.error(error.message);
     return 2;

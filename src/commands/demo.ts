@@ -1,72 +1,183 @@
 // `npm start` / `classroom-sync demo`: the whole product against the built-in sandbox in one
-// command: migrations, sandbox, worker, sample batches, and the resulting mappings.
+// command: checks, migrations, sandbox, worker, sample batches, a live progress bar, and the
+// resulting mappings. It never talks to the real service and never touches real batches: it keeps
+// to a database and queue prefix of its own (see demoSettings).
 import { inArray } from 'drizzle-orm';
-import { loadConfig, type Config } from '../config.ts';
-import { runMigrations } from '../db/migrate.ts';
-import { TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
+import pino from 'pino';
+import type { Config } from '../config.ts';
+import { redactUrl, runMigrations } from '../db/migrate.ts';
+import { type BatchRow, TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
 import { publishBatches } from '../events/publish.ts';
-import { maskJoinLink } from '../logger.ts';
-import { createRuntime } from '../runtime.ts';
-import { sandboxOptionsFromConfig, startSandbox } from '../sandbox/index.ts';
+import { createLogger } from '../logger.ts';
+import { type Runtime, createRuntime } from '../runtime.ts';
+import { mixedFaultRates, sandboxOptionsFromConfig, startSandbox } from '../sandbox/index.ts';
 import { createSyncWorker } from '../sync/worker.ts';
+import { checkPostgres, checkRedis, formatFinding } from './preflight.ts';
+import { createProgress } from './progress.ts';
+import { formatMappingTable, summarize } from './demo-report.ts';
 
 export interface DemoOptions {
   count: number;
   once: boolean;
   sandboxPort: number;
+  /** Probability of an injected fault per remote call (0 = none), to watch retries at work. */
+  failRate?: number;
+  /** Log at LOG_LEVEL instead of errors only. */
+  verbose?: boolean;
 }
 
+export interface DemoIo {
+  out(line: string): void;
+  /** Where the progress bar (or plain progress lines) go. */
+  stream: NodeJS.WriteStream;
+}
+
+const defaultIo: DemoIo = { out: (line) => process.stdout.write(`${line}\n`), stream: process.stdout };
 const SUBJECTS = ['Mathematics', 'Physics', 'Chemistry', 'Biology', 'History', 'Literature'];
 
-export async function runDemo(baseConfig: Config, options: DemoOptions, out: (line: string) => void = console.log): Promise<void> {
-  await runMigrations(baseConfig.databaseUrl);
-  const sandbox = await startSandbox(sandboxOptionsFromConfig(baseConfig), { port: options.sandboxPort });
-  const config = loadConfig({ ...process.env, CLASSROOM_BASE_URL: sandbox.url, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
-  const runtime = createRuntime(config);
+/** Returns the exit code: 0 when every sample batch synced. */
+export async function runDemo(baseConfig: Config, options: DemoOptions, io: DemoIo = defaultIo): Promise<number> {
+  const config = demoSettings(baseConfig);
+  if (!(await preflight(config, io))) return 1;
+  await runMigrations(config.databaseUrl);
+  const stop = stopOnSignal();
+  const sandbox = await startSandbox(
+    { ...sandboxOptionsFromConfig(config), faults: options.failRate ? { rates: mixedFaultRates(options.failRate), hangMs: 1_000 } : {} },
+    { port: options.sandboxPort },
+  );
+  const runtime = createRuntime(withBaseUrl(config, sandbox.url), { logger: demoLogger(config, options.verbose === true) });
   const worker = createSyncWorker(runtime);
-  out(`sandbox listening on ${sandbox.url}`);
   try {
-    const runId = Date.now().toString(36);
-    const events = Array.from({ length: options.count }, (_, i) => ({
-      batchId: `demo-${runId}-${String(i + 1).padStart(3, '0')}`,
-      name: `Demo batch ${i + 1} (${runId})`,
-      subject: SUBJECTS[i % SUBJECTS.length]!,
-    }));
-    const outcomes = await publishBatches(
-      { db: runtime.database.db, queue: runtime.queue, logger: runtime.logger, defaults: { instituteId: config.classroom.instituteId, classNameTemplate: config.classroom.classNameTemplate } },
-      events,
-    );
-    out(`published ${outcomes.filter((o) => o.ok).length} batch-created events`);
-    const ids = events.map((e) => e.batchId);
+    io.out(`sandbox (stand-in for the classroom service) on ${sandbox.url}${options.failRate ? `, failing ${options.failRate * 100}% of calls` : ''}`);
+    io.out(`demo data: database ${databaseName(config.databaseUrl)}, queue prefix ${config.queuePrefix} (kept apart from real batches)`);
+    const ids = await publishSamples(runtime, options.count);
+    io.out(`published ${ids.length} sample batches; worker syncing with concurrency ${config.sync.concurrency}`);
     const started = Date.now();
-    let rows = await readRows(runtime, ids);
-    while (rows.some((r) => !TERMINAL_STATES.includes(r.state))) {
-      await new Promise((r) => setTimeout(r, 200));
-      rows = await readRows(runtime, ids);
-      const done = rows.filter((r) => TERMINAL_STATES.includes(r.state)).length;
-      if (process.stdout.isTTY) process.stdout.write(`\rsynced ${done}/${ids.length}`);
-    }
-    if (process.stdout.isTTY) process.stdout.write('\n');
-    out(`all ${rows.length} batches finished in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    out(['batch', 'state', 'class id', 'join link (masked)'].join('\t'));
-    for (const r of rows.sort((a, b) => a.batchId.localeCompare(b.batchId))) {
-      out([r.batchId, r.state, r.classId ?? '-', maskJoinLink(r.joinLink) ?? '-'].join('\t'));
-    }
-    out(`remote classes on the sandbox: ${sandbox.state({ classes: false }).classCount}`);
-    if (!options.once) {
-      out('serving until Ctrl-C (publish more with `npx classroom-sync enqueue`)');
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', () => resolve());
-        process.once('SIGTERM', () => resolve());
-      });
-    }
+    const rows = await watch(runtime, ids, io, stop.signal);
+    io.out('');
+    for (const line of formatMappingTable(rows)) io.out(line);
+    io.out('');
+    const summary = summarize(rows, sandbox.state({ classes: false }), Date.now() - started);
+    for (const line of summary.lines) io.out(line);
+    if (!options.once && !stop.signal.aborted) await serve(config, io, stop.signal);
+    return summary.allSynced ? 0 : 1;
   } finally {
+    stop.dispose();
     await worker.close(5_000);
     await runtime.close();
     await sandbox.close();
   }
 }
 
-async function readRows(runtime: ReturnType<typeof createRuntime>, ids: string[]) {
-  return runtime.database.db.select().from(batchClasses).where(inArray(batchClasses.batchId, ids));
+/**
+ * The demo's own database (`<name>_demo`) and queue prefix (`<prefix>-demo`). Sharing the real ones
+ * would let the demo's worker take real batches from the queue and "sync" them against the sandbox.
+ */
+export function demoSettings(config: Config): Config {
+  const url = new URL(config.databaseUrl);
+  const name = databaseName(config.databaseUrl);
+  url.pathname = `/${encodeURIComponent(name.endsWith('_demo') ? name : `${name}_demo`)}`;
+  const prefix = config.queuePrefix.endsWith('-demo') ? config.queuePrefix : `${config.queuePrefix}-demo`;
+  return { ...config, databaseUrl: url.toString(), queuePrefix: prefix };
+}
+
+function databaseName(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.replace(/^\//, '')) || 'classroom_sync';
+}
+
+function withBaseUrl(config: Config, baseUrl: string): Config {
+  return { ...config, classroom: { ...config.classroom, baseUrl } };
+}
+
+async function preflight(config: Config, io: DemoIo): Promise<boolean> {
+  const findings = await Promise.all([checkPostgres(config.databaseUrl), checkRedis(config.redisUrl)]);
+  const failed = findings.filter((f) => f.status === 'fail');
+  if (failed.length === 0) return true;
+  for (const f of failed) io.out(formatFinding(f));
+  io.out('The demo needs PostgreSQL and Redis. Start them with `docker compose up -d postgres redis`, or set DATABASE_URL / REDIS_URL, then run `npm start` again.');
+  return false;
+}
+
+/** Errors only (retries are counted on the bar), to stderr, so log lines do not tear through the bar. */
+function demoLogger(config: Config, verbose: boolean) {
+  return createLogger({ level: verbose ? config.logLevel : 'error', destination: pino.destination({ dest: 2, sync: true }) });
+}
+
+async function publishSamples(runtime: Runtime, count: number): Promise<string[]> {
+  const runId = Date.now().toString(36);
+  const events = Array.from({ length: count }, (_, i) => {
+    const subject = SUBJECTS[i % SUBJECTS.length]!;
+    return { batchId: `demo-${runId}-${String(i + 1).padStart(3, '0')}`, name: `${subject} group ${i + 1} (${runId})`, subject };
+  });
+  const { config } = runtime;
+  const outcomes = await publishBatches(
+    {
+      db: runtime.database.db,
+      queue: runtime.queue,
+      logger: runtime.logger,
+      defaults: { instituteId: config.classroom.instituteId, classNameTemplate: config.classroom.classNameTemplate },
+    },
+    events,
+  );
+  const rejected = outcomes.filter((o) => !o.ok);
+  if (rejected.length) throw new Error(`sample batches rejected: ${JSON.stringify(rejected)}`);
+  return events.map((e) => e.batchId);
+}
+
+/** Polls the mapping table until every batch is terminal (or the user stops), drawing progress. */
+async function watch(runtime: Runtime, ids: string[], io: DemoIo, signal: AbortSignal): Promise<BatchRow[]> {
+  const progress = createProgress({ label: 'synced', total: ids.length, unit: 'batches', stream: io.stream, intervalMs: 1_000 });
+  const read = () => runtime.database.db.select().from(batchClasses).where(inArray(batchClasses.batchId, ids));
+  let rows = await read();
+  try {
+    for (;;) {
+      const done = rows.filter((r) => TERMINAL_STATES.includes(r.state));
+      const retries = rows.reduce((n, r) => n + Math.max(0, r.attempts - 1), 0);
+      const failed = done.filter((r) => r.state !== 'synced').length;
+      progress.update(done.length - failed, { retries, failed });
+      if (done.length === ids.length || signal.aborted) return rows;
+      await abortableDelay(200, signal);
+      rows = await read();
+    }
+  } finally {
+    progress.stop();
+  }
+}
+
+async function serve(config: Config, io: DemoIo, signal: AbortSignal): Promise<void> {
+  io.out('');
+  io.out('serving until Ctrl-C (the worker keeps syncing). To publish more demo batches from another terminal:');
+  io.out(`  DATABASE_URL=${redactUrl(config.databaseUrl)} QUEUE_PREFIX=${config.queuePrefix} npx classroom-sync enqueue FILE.ndjson`);
+  await new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  io.out('stopping: finishing active jobs');
+}
+
+/** SIGINT/SIGTERM end the demo cleanly (worker drained, sandbox closed) instead of killing it mid-write. */
+function stopOnSignal() {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  return {
+    signal: controller.signal,
+    dispose() {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    },
+  };
+}
+
+function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+  });
 }

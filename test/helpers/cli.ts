@@ -1,0 +1,88 @@
+// Runs the real CLI (`node bin/classroom-sync.js …`, or `npm start`) as a child process, the way a
+// user does. Every child runs in its own process group so that it, and anything it started (npm →
+// sh → node), can always be killed; `killAllChildren()` belongs in every such test file's afterAll.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const BIN = join(ROOT, 'bin', 'classroom-sync.js');
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliOptions {
+  /** The child's whole environment besides PATH and HOME: nothing else leaks in from the test runner. */
+  env?: Record<string, string>;
+  /** Default: an empty temporary directory, so no stray `.env` is picked up. */
+  cwd?: string;
+  stdin?: string;
+  timeoutMs?: number;
+  /** Run `npm <args>` in the repository instead of the bin script. */
+  npm?: boolean;
+}
+
+const running = new Set<ChildProcess>();
+const scratch: string[] = [];
+
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  const cwd = options.cwd ?? (options.npm ? ROOT : scratchDir());
+  const [command, argv] = options.npm ? ['npm', args] : [process.execPath, [BIN, ...args]];
+  const child = spawn(command, argv, {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...options.env },
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdin!.end(options.stdin ?? '');
+  const timeoutMs = options.timeoutMs ?? 45_000;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      killGroup(child);
+      reject(new Error(`${command} ${argv.join(' ')} did not finish in ${timeoutMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+    }, timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      running.delete(child);
+      reject(error);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      running.delete(child);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** A fresh empty directory, removed by killAllChildren(). */
+export function scratchDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'classroom-sync-cli-'));
+  scratch.push(dir);
+  return dir;
+}
+
+export function killAllChildren(): void {
+  for (const child of running) killGroup(child);
+  running.clear();
+  for (const dir of scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    child.kill('SIGKILL');
+  }
+}

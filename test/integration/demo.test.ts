@@ -1,0 +1,95 @@
+// `npm start -- --once` as a user runs it: a child process against real PostgreSQL and Redis, with
+// its own database and queue prefix. Checks what it prints and what it left in the database.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { FAST_SYNC, PG_SERVER, REDIS_URL, dropDatabase, dropQueueKeys } from '../helpers/harness.ts';
+import { killAllChildren, runCli } from '../helpers/cli.ts';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  killAllChildren();
+  for (const cleanup of cleanups) await cleanup();
+});
+
+/** Env for one demo run. The demo itself appends `_demo` / `-demo` to keep apart from real batches. */
+function demoEnv(extra: Record<string, string> = {}) {
+  const id = randomBytes(4).toString('hex');
+  const database = `classroom_sync_test_${id}`;
+  const prefix = `cs-test-${id}`;
+  cleanups.push(async () => {
+    await dropDatabase(`${database}_demo`);
+    await dropQueueKeys(`${prefix}-demo`);
+  });
+  const env = { DATABASE_URL: `${PG_SERVER}/${database}`, REDIS_URL, QUEUE_PREFIX: prefix, ...FAST_SYNC, ...extra };
+  return { env, demoDatabase: `${database}_demo` };
+}
+
+async function demoRows(database: string) {
+  const client = new pg.Client({ connectionString: `${PG_SERVER}/${database}` });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ batch_id: string; state: string; class_id: string | null; join_link: string | null; attempts: number }>(
+      'select batch_id, state, class_id, join_link, attempts from batch_classes order by batch_id',
+    );
+    return rows;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('npm start -- --once', () => {
+  it('migrates a fresh database, syncs every sample batch, prints an aligned table with masked links, and exits 0', async () => {
+    const { env, demoDatabase } = demoEnv();
+    const result = await runCli(['start', '--', '--once', '--count', '8'], { npm: true, env });
+    expect(result.code, result.stderr).toBe(0);
+
+    const rows = await demoRows(demoDatabase);
+    expect(rows).toHaveLength(8);
+    expect(rows.every((r) => r.state === 'synced' && /^[0-9a-f]{24}$/.test(r.class_id ?? '') && r.join_link)).toBe(true);
+
+    const out = result.stdout;
+    // Not a terminal here: plain progress lines instead of a redrawn bar, ending with every batch synced.
+    expect(out).toMatch(/^synced 8\/8 batches · retries 0 · failed 0 \(/m);
+    const table = out.split('\n');
+    const header = table.findIndex((l) => /^batch\s+state\s+tries\s+ClassID\s+join link \(masked\)$/.test(l));
+    expect(header).toBeGreaterThanOrEqual(0);
+    const body = table.slice(header + 2, header + 10);
+    for (const row of rows) {
+      const line = body.find((l) => l.startsWith(`${row.batch_id} `));
+      expect(line, `table row for ${row.batch_id}`).toMatch(new RegExp(`^${row.batch_id}\\s+synced\\s+1\\s+${row.class_id}\\s+http://127\\.0\\.0\\.1:\\d+/…\\(\\d+ chars\\)$`));
+      // The join link is a secret: neither it nor its token may appear anywhere in the output.
+      expect(out + result.stderr).not.toContain(row.join_link!);
+      expect(out + result.stderr).not.toContain(row.join_link!.split('/').pop()!);
+    }
+    // Aligned: every column starts at the same offset on every row.
+    const starts = (l: string) => [...l.matchAll(/\s{2,}(\S)/g)].map((m) => m.index! + m[0].length - 1);
+    for (const line of body) expect(starts(line)).toEqual(starts(table[header]!));
+    expect(out).toContain('8/8 batches synced');
+    expect(out).toContain('remote classes for these batches: 8; no batch got a second class');
+  });
+
+  it('counts retries under injected faults, and the count matches the attempts recorded', async () => {
+    const { env, demoDatabase } = demoEnv();
+    const result = await runCli(['demo', '--once', '--count', '10', '--fail-rate', '0.3'], { env, timeoutMs: 55_000 });
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    const rows = await demoRows(demoDatabase);
+    expect(rows.every((r) => r.state === 'synced')).toBe(true);
+    const retries = rows.reduce((n, r) => n + r.attempts - 1, 0);
+    expect(retries).toBeGreaterThan(0);
+    expect(result.stdout).toMatch(new RegExp(`^synced 10/10 batches · retries ${retries} · failed 0 \\(`, 'm'));
+    expect(result.stdout).toMatch(new RegExp(`10/10 batches synced in [\\d.]+ s; ${retries} retries; \\d+ remote calls \\(\\d+ with injected faults\\)`));
+    expect(result.stdout).toContain('no batch got a second class');
+  });
+
+  it('says exactly what to do, and exits 1, when PostgreSQL and Redis cannot be reached', async () => {
+    const result = await runCli(['demo', '--once'], {
+      env: { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/classroom_sync', REDIS_URL: 'redis://127.0.0.1:1' },
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/FAIL\s+PostgreSQL\s+cannot reach postgres:\/\/postgres@127\.0\.0\.1:1\/classroom_sync_demo \(ECONNREFUSED\)/);
+    expect(result.stdout).toMatch(/FAIL\s+Redis\s+cannot reach redis:\/\/127\.0\.0\.1:1/);
+    expect(result.stdout).toContain('Start them with `docker compose up -d postgres redis`, or set DATABASE_URL / REDIS_URL');
+    expect(result.stdout).not.toMatch(/sandbox .* on http/);
+  });
+});
