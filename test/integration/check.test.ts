@@ -1,0 +1,110 @@
+// `classroom-sync check` against the sandbox, which refuses exactly what the real service would:
+// the right settings pass, and each wrong one is named in plain words with a non-zero exit.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkClassroom, runCheck } from '../../src/commands/check.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
+import { createHarness, type Harness } from '../helpers/harness.ts';
+import { killAllChildren, runCli } from '../helpers/cli.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  killAllChildren();
+  await h?.close();
+});
+
+const withEnv = (overrides: Record<string, string>): Config => loadConfig({ ...h.env, ...overrides });
+
+describe('check: the remote, one harmless read', () => {
+  it('passes with the right settings and makes no write', async () => {
+    const before = h.sandbox.state({ classes: false });
+    const finding = await checkClassroom(h.config.classroom);
+    expect(finding).toMatchObject({ status: 'ok', subject: 'classroom service' });
+    expect(finding.detail).toContain(`knows institute ${h.config.classroom.instituteId}`);
+    const after = h.sandbox.state({ classes: false });
+    expect(after.classCount).toBe(before.classCount);
+    expect(after.calls.totalCalls - before.calls.totalCalls).toBe(1);
+    expect(after.calls.byOperation.listClasses?.outcomes.ok).toBe((before.calls.byOperation.listClasses?.outcomes.ok ?? 0) + 1);
+  });
+
+  // Each wrong setting, and the words that must send the operator to the right variable.
+  const wrong: [string, Record<string, string>, RegExp][] = [
+    ['API key', { CLASSROOM_API_KEY: 'wrongKey0123456789abcdefABCDEF00' }, /refused the Basic credentials: check CLASSROOM_USER_ID and CLASSROOM_API_KEY/],
+    ['user id', { CLASSROOM_USER_ID: 'someone-else' }, /refused the Basic credentials: check CLASSROOM_USER_ID and CLASSROOM_API_KEY/],
+    ['x-api-key', { CLASSROOM_X_API_KEY: 'not-the-x-api-key' }, /x-api-key header was refused: check CLASSROOM_X_API_KEY\.$/],
+    ['user-agent', { CLASSROOM_USER_AGENT: 'curl/8.0' }, /user-agent was refused: set CLASSROOM_USER_AGENT .*now "curl\/8\.0"/],
+    ['namespace', { CLASSROOM_NAMESPACE: 'other-namespace' }, /namespace was refused: check CLASSROOM_NAMESPACE \(now "other-namespace"\) and CLASSROOM_NAMESPACE_HEADER/],
+    ['namespace header', { CLASSROOM_NAMESPACE_HEADER: 'x-wise-namespace' }, /CLASSROOM_NAMESPACE_HEADER \(now x-wise-namespace; the spec says x-service-namespace/],
+    ['institute', { CLASSROOM_INSTITUTE_ID: 'not-an-institute' }, /does not know institute not-an-institute: check CLASSROOM_INSTITUTE_ID/],
+  ];
+  for (const [what, overrides, fix] of wrong) {
+    it(`names the fix for a wrong ${what}`, async () => {
+      const finding = await checkClassroom(withEnv(overrides).classroom);
+      expect(finding.status).toBe('fail');
+      expect(finding.fix).toMatch(fix);
+      // The remote's own words are shown too, for what the explanation cannot know.
+      expect(finding.detail).toMatch(/listClasses failed with HTTP 40[134]: /);
+    });
+  }
+
+  it('names CLASSROOM_BASE_URL when nothing listens there', async () => {
+    const closed = await import('node:net').then(
+      (net) =>
+        new Promise<number>((resolve) => {
+          const server = net.createServer().listen(0, '127.0.0.1', () => {
+            const { port } = server.address() as { port: number };
+            server.close(() => resolve(port));
+          });
+        }),
+    );
+    const finding = await checkClassroom(withEnv({ CLASSROOM_BASE_URL: `http://127.0.0.1:${closed}` }).classroom);
+    expect(finding).toMatchObject({ status: 'fail' });
+    expect(finding.detail).toContain('ECONNREFUSED');
+    expect(finding.fix).toMatch(/^CLASSROOM_BASE_URL is wrong or unreachable from here/);
+  });
+
+  it('names CLASSROOM_BASE_URL when it has a path the API does not have', async () => {
+    const finding = await checkClassroom(withEnv({ CLASSROOM_BASE_URL: `${h.sandbox.url}/api/v1` }).classroom);
+    expect(finding.status).toBe('fail');
+    expect(finding.fix).toMatch(/No such API route: CLASSROOM_BASE_URL \(http:\/\/127\.0\.0\.1:\d+\/api\/v1\) is probably wrong/);
+  });
+
+  it('says the add-class path and edit method cannot be checked by a read, and how a wrong one shows up', async () => {
+    const lines: string[] = [];
+    const code = await runCheck(withEnv({ CLASSROOM_ADD_CLASS_PATH: '/teacher/addClass' }), {}, (l) => lines.push(l));
+    expect(code).toBe(0); // a read cannot tell: the note says so
+    const note = lines.find((l) => l.startsWith('note'));
+    expect(note).toContain('CLASSROOM_ADD_CLASS_PATH (/teacher/addClass) and CLASSROOM_EDIT_CLASS_METHOD (POST) are used only by writes');
+    expect(note).toContain('retry --failed');
+  });
+});
+
+describe('check: the command', () => {
+  it('exits 0 and reports PostgreSQL, Redis and the remote as ok with the right settings', async () => {
+    const result = await runCli(['check'], { env: h.env });
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^ok\s+PostgreSQL\s+postgres:\/\/postgres@127\.0\.0\.1:5432\/classroom_sync_test_\w+ reachable$/m);
+    expect(result.stdout).toMatch(/^ok\s+Redis\s+redis:\/\/127\.0\.0\.1:6379 reachable/m);
+    expect(result.stdout).toMatch(/^ok\s+classroom service\s+http:\/\/127\.0\.0\.1:\d+ accepted the credentials/m);
+    expect(result.stdout).toContain('all checks passed');
+  });
+
+  it('exits 1 and names the variable for a wrong setting', async () => {
+    const result = await runCli(['check'], { env: { ...h.env, CLASSROOM_X_API_KEY: 'wrong' } });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/^FAIL\s+classroom service\s+http:\/\/127\.0\.0\.1:\d+: listClasses failed with HTTP 403: x-api-key not recognised$/m);
+    expect(result.stdout).toContain('→ The x-api-key header was refused: check CLASSROOM_X_API_KEY.');
+    expect(result.stdout).toContain('1 check(s) failed');
+  });
+
+  it('exits 1 when PostgreSQL or Redis cannot be reached, and says how to start them', async () => {
+    const result = await runCli(['check'], { env: { ...h.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/x', REDIS_URL: 'redis://127.0.0.1:1' } });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/^FAIL\s+PostgreSQL\s+cannot reach postgres:\/\/postgres@127\.0\.0\.1:1\/x \(ECONNREFUSED\)$/m);
+    expect(result.stdout).toMatch(/^FAIL\s+Redis\s+cannot reach redis:\/\/127\.0\.0\.1:1/m);
+    expect(result.stdout).toContain('docker compose up -d postgres redis');
+    expect(result.stdout).toMatch(/^ok\s+classroom service/m);
+  });
+});
