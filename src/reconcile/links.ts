@@ -8,10 +8,11 @@ import type { Db } from '../db/client.ts';
 import { batchClasses } from '../db/schema/index.ts';
 import type { Logger } from '../logger.ts';
 import { eachLimited } from './mappings.ts';
+import { type InSync, inSyncFinding } from './classify.ts';
 import type { Finding } from './types.ts';
 
 export interface LinkCheckResult {
-  /** in_sync findings whose remote link is blank or differs from the stored one. */
+  /** in_sync findings whose remote link is blank or differs from the stored one, with the reason. */
   flagged: Map<Finding, string>;
   checked: number;
   failed: number;
@@ -19,14 +20,22 @@ export interface LinkCheckResult {
   cursor: number | null;
 }
 
-/** Picks up to `budget` synced findings, in row-id order starting after `cursor`, wrapping around. */
-export function pickForLinkCheck(inSync: readonly Finding[], budget: number, cursor: number | null): Finding[] {
+/**
+ * Picks up to `budget` synced in-sync batches matched by id, in row-id order starting after `cursor`
+ * and wrapping around, so successive passes cover every synced class in turn.
+ */
+export function pickForLinkCheck(chunks: readonly { instituteId: string; entries: readonly InSync[] }[], budget: number, cursor: number | null): Finding[] {
   if (budget <= 0) return [];
-  const synced = inSync.filter((f) => f.state === 'synced' && f.rowId !== null && f.classId !== null && f.matchedBy === 'id');
-  synced.sort((a, b) => a.rowId! - b.rowId!);
-  const start = cursor === null ? 0 : synced.findIndex((f) => f.rowId! > cursor);
+  const synced: { instituteId: string; entry: InSync }[] = [];
+  for (const { instituteId, entries } of chunks) {
+    for (const entry of entries) if (entry.m.state === 'synced' && !entry.byName) synced.push({ instituteId, entry });
+  }
+  synced.sort((a, b) => a.entry.m.id - b.entry.m.id);
+  const start = cursor === null ? 0 : synced.findIndex((s) => s.entry.m.id > cursor);
   const from = start < 0 ? 0 : start;
-  return [...synced.slice(from), ...synced.slice(0, from)].slice(0, budget);
+  const picked = synced.slice(from, from + budget);
+  if (picked.length < budget) picked.push(...synced.slice(0, Math.min(from, budget - picked.length)));
+  return picked.map((s) => inSyncFinding(s.instituteId, s.entry));
 }
 
 export async function checkLinks(

@@ -1,6 +1,6 @@
 // Collects the per-institute classifications of a pass into one report: exact counts, capped lists,
 // repairs, honest notes, errors.
-import type { Classification } from './classify.ts';
+import { type Classification, type InSync, inSyncFinding } from './classify.ts';
 import type { LinkCheckResult } from './links.ts';
 import type { RepairInput, RepairOutcome } from './repair.ts';
 import type { RunClose } from './runs.ts';
@@ -25,7 +25,11 @@ interface Start {
 }
 
 export class ReportBuilder {
+  /** Every category but in_sync (kept compact in `inSyncChunks` until reported). */
   private readonly findings = emptyFindings();
+  private readonly inSyncChunks: { instituteId: string; entries: InSync[] }[] = [];
+  /** in_sync rows whose join-link check moved them to link_missing. */
+  private readonly flagged = new Set<number>();
   private readonly unresolved: Unresolved[] = [];
   private readonly unclassified: Unclassified = { inFlight: 0, tooRecent: 0, unresolvedReview: 0, failedWithoutClass: 0 };
   private readonly institutes: InstituteSummary[] = [];
@@ -33,20 +37,35 @@ export class ReportBuilder {
   private readonly errors: string[] = [];
   private repairs: RepairOutcome = { requeued: 0, linkStepsReset: 0, adopted: 0, skipped: 0, adoptions: [] };
   private linkChecks = { checked: 0, failed: 0 };
+  private readonly phasesMs: Record<string, number> = {};
 
   constructor(private readonly start: Start) {}
 
-  add(instituteId: string, mappings: number, c: Classification): void {
+  add(mappings: number, c: Classification): void {
+    const { instituteId } = c;
     for (const category of CATEGORIES) append(this.findings[category], c.findings[category]);
+    this.inSyncChunks.push({ instituteId, entries: c.inSync });
     append(this.unresolved, c.unresolved);
     for (const key of Object.keys(this.unclassified) as (keyof Unclassified)[]) this.unclassified[key] += c.unclassified[key];
     this.institutes.push({ instituteId, mappings, remoteClasses: c.remoteClasses, itemsWithoutId: c.itemsWithoutId });
     if (c.itemsWithoutId > 0) {
-      const byName = CATEGORIES.reduce((n, cat) => n + c.findings[cat].filter((f) => f.matchedBy === 'name' && cat !== 'needs_review_resolved').length, 0);
+      const byName =
+        c.inSync.filter((e) => e.byName).length +
+        CATEGORIES.reduce((n, cat) => n + c.findings[cat].filter((f) => f.matchedBy === 'name' && cat !== 'needs_review_resolved').length, 0);
       this.notes.push(
         `institute ${instituteId}: ${c.itemsWithoutId} of ${c.remoteClasses} listed classes carry no _id, so ${byName} mapped ` +
           'batches were matched by class name only (a same-named class can stand in for a deleted one) and orphans among them have no id to act on',
       );
+    }
+  }
+
+  /** Runs one phase of the pass and adds its wall time to `phasesMs` (summed over institutes). */
+  async timed<T>(phase: string, fn: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await fn();
+    } finally {
+      this.phasesMs[phase] = Math.round((this.phasesMs[phase] ?? 0) + performance.now() - started);
     }
   }
 
@@ -59,16 +78,17 @@ export class ReportBuilder {
     this.errors.push(message);
   }
 
-  inSync(): readonly Finding[] {
-    return this.findings.in_sync;
+  inSync(): readonly { instituteId: string; entries: readonly InSync[] }[] {
+    return this.inSyncChunks;
   }
 
-  /** Moves in_sync findings whose remote link is blank or changed into link_missing. */
+  /** Moves in_sync batches whose remote link is blank or changed into link_missing. */
   linkChecked(result: LinkCheckResult): void {
     this.linkChecks = { checked: result.checked, failed: result.failed };
-    if (result.flagged.size === 0) return;
-    this.findings.in_sync = this.findings.in_sync.filter((f) => !result.flagged.has(f));
-    for (const [finding, detail] of result.flagged) this.findings.link_missing.push({ ...finding, category: 'link_missing', detail });
+    for (const [finding, detail] of result.flagged) {
+      this.flagged.add(finding.rowId!);
+      this.findings.link_missing.push({ ...finding, category: 'link_missing', detail });
+    }
   }
 
   repairInput(): RepairInput {
@@ -95,6 +115,7 @@ export class ReportBuilder {
     const limit = this.start.listLimit;
     const findings = emptyFindings();
     for (const category of CATEGORIES) findings[category] = this.findings[category].slice(0, limit);
+    findings.in_sync = this.inSyncList(limit);
     return {
       runId: this.start.runId,
       trigger: this.start.trigger,
@@ -110,6 +131,7 @@ export class ReportBuilder {
       unresolved: this.unresolved.slice(0, limit),
       institutes: this.institutes,
       linkChecks: this.linkChecks,
+      phasesMs: { ...this.phasesMs },
       notes: this.notes,
       errors: this.errors,
     };
@@ -118,7 +140,19 @@ export class ReportBuilder {
   private counts() {
     const counts = emptyCounts();
     for (const category of CATEGORIES) counts[category] = this.findings[category].length;
+    counts.in_sync = this.inSyncChunks.reduce((n, c) => n + c.entries.length, 0) - this.flagged.size;
     return counts;
+  }
+
+  private inSyncList(limit: number): Finding[] {
+    const list: Finding[] = [];
+    for (const { instituteId, entries } of this.inSyncChunks) {
+      for (const entry of entries) {
+        if (list.length >= limit) return list;
+        if (!this.flagged.has(entry.m.id)) list.push(inSyncFinding(instituteId, entry));
+      }
+    }
+    return list;
   }
 }
 

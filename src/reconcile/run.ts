@@ -52,8 +52,8 @@ export async function runReconciliation(deps: ReconcileDeps, options: ReconcileO
   try {
     const institutes = options.instituteIds ?? (await institutesToReconcile(deps.db, options.defaultInstituteId));
     for (const instituteId of institutes) await reconcileInstitute(deps, options, builder, instituteId);
-    cursor = await runLinkChecks(deps, options, builder);
-    if (!dryRun) builder.setRepairs(await repair(deps, builder.repairInput()));
+    cursor = await builder.timed('linkChecks', () => runLinkChecks(deps, options, builder));
+    if (!dryRun) builder.setRepairs(await builder.timed('repairs', () => repair(deps, builder.repairInput())));
   } catch (error) {
     builder.error(`pass stopped: ${messageOf(error)}`);
   }
@@ -74,13 +74,13 @@ export async function runReconciliation(deps: ReconcileDeps, options: ReconcileO
 /** The listing is read before the mappings, so a class stored in between is "recent", never "missing". */
 async function reconcileInstitute(deps: ReconcileDeps, options: ReconcileOptions, builder: ReportBuilder, instituteId: string): Promise<void> {
   try {
-    const listing = await deps.classroom.listClasses(instituteId);
-    const mappings = await loadMappings(deps.db, instituteId, {
-      stuckAfterMs: options.stuckAfterMs,
-      graceMs: options.graceMs ?? options.stuckAfterMs,
-    });
-    const noLiveJob = await withoutLiveJob(deps.queue, mappings);
-    builder.add(instituteId, mappings.length, classify({ instituteId, mappings, listing, noLiveJob }));
+    const listing = await builder.timed('listing', () => deps.classroom.listClasses(instituteId));
+    const mappings = await builder.timed('mappings', () =>
+      loadMappings(deps.db, instituteId, { stuckAfterMs: options.stuckAfterMs, graceMs: options.graceMs ?? options.stuckAfterMs }),
+    );
+    const noLiveJob = await builder.timed('jobStates', () => withoutLiveJob(deps.queue, instituteId, mappings));
+    const classification = await builder.timed('classify', async () => classify({ instituteId, mappings, listing, noLiveJob }));
+    builder.add(mappings.length, classification);
   } catch (error) {
     // One institute's failure (a 403, a timeout) must not hide what the others show.
     builder.instituteFailed(instituteId, messageOf(error));

@@ -109,6 +109,8 @@ export interface ReconcileReport {
   institutes: InstituteSummary[];
   /** Remote join-link checks (get-class) made this run, a bounded rotation over synced classes. */
   linkChecks: { checked: number; failed: number };
+  /** Wall time per phase (listing, mappings, jobStates, classify, linkChecks, repairs), for tuning. */
+  phasesMs: Record<string, number>;
   /** Honest caveats: e.g. presence matched by name only. */
   notes: string[];
   errors: string[];

@@ -1,0 +1,175 @@
+// Reconciliation at scale: one pass over a listing of N classes (default 100,000) against N
+// mappings, with some drift of every repairable and reported kind. Prints wall time, peak RSS
+// (sampled every 5 ms) and database round trips, as one JSON line and a table.
+//
+//   npm run bench:reconcile                 # 100,000 classes and mappings
+//   npm run bench:reconcile -- --classes 20000
+//
+// The sandbox runs in a child process, so the figures are the reconciler's alone (the sandbox
+// building and serialising a 100k-class listing does not count against its memory). Needs the same
+// PostgreSQL and Redis as the tests (TEST_PG_SERVER / TEST_REDIS_URL); uses, then drops, a database
+// and a queue prefix of its own.
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { SANDBOX_DEFAULTS, loadConfig } from '../src/config.ts';
+import { runMigrations } from '../src/db/migrate.ts';
+import { createLogger } from '../src/logger.ts';
+import { runReconciliation } from '../src/reconcile/run.ts';
+import { createRedis } from '../src/redis.ts';
+import { createRuntime } from '../src/runtime.ts';
+import { sandboxOptionsFromConfig, startSandbox } from '../src/sandbox/index.ts';
+
+const PG_SERVER = process.env.TEST_PG_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const DRIFT = 100; // per kind: deleted, hidden, orphan, stuck, link blanked locally
+
+interface Seeded {
+  url: string;
+}
+
+async function main(): Promise<void> {
+  const n = Number(argValue('--classes') ?? 100_000);
+  const id = randomBytes(4).toString('hex');
+  const databaseName = `classroom_sync_bench_${id}`;
+  const base = {
+    DATABASE_URL: `${PG_SERVER}/${databaseName}`,
+    REDIS_URL,
+    QUEUE_PREFIX: `cs-bench-${id}`,
+    LOG_LEVEL: 'silent',
+    // Link checks are rate-limited like any call; a high budget measures their work, not the spacing.
+    CLASSROOM_RATE_LIMIT_PER_MINUTE: '600000',
+  };
+  const child = fork(fileURLToPath(import.meta.url), ['--sandbox-child', String(n)], { execArgv: ['--import', 'tsx'], env: { ...process.env, ...base } });
+  try {
+    const seeded = await new Promise<Seeded>((resolve, reject) => {
+      child.once('message', (m) => resolve(m as Seeded));
+      child.once('exit', (code) => reject(new Error(`sandbox child exited with ${code}`)));
+    });
+    const config = loadConfig({ ...base, CLASSROOM_BASE_URL: seeded.url });
+    const runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
+    try {
+      const queries = countQueries(runtime.database.pool);
+      const result = await measure(() =>
+        runReconciliation(
+          { db: runtime.database.db, classroom: runtime.classroom, queue: runtime.queue, logger: runtime.logger },
+          { trigger: 'bench', defaultInstituteId: config.classroom.instituteId, stuckAfterMs: 60_000, listLimit: 10 },
+        ),
+      );
+      print({ n, ...result, dbRoundTrips: queries() });
+    } finally {
+      await runtime.close();
+    }
+  } finally {
+    child.kill('SIGTERM');
+    await dropEverything(databaseName, base.QUEUE_PREFIX);
+  }
+}
+
+/**
+ * The child: a sandbox with N classes (links enabled), N mappings in the database, and drift on both
+ * sides. Seeding here keeps the seed data out of the measured process.
+ */
+async function sandboxChild(): Promise<void> {
+  const n = Number(process.argv.at(-1));
+  const config = loadConfig(process.env);
+  await runMigrations(config.databaseUrl);
+  const sandbox = await startSandbox(sandboxOptionsFromConfig(config));
+  const institute = SANDBOX_DEFAULTS.CLASSROOM_INSTITUTE_ID;
+  const classes: { id: string; name: string; link: string }[] = [];
+  for (let i = 0; i < n; i++) {
+    const created = sandbox.store.create({ name: `Bench class ${i}`, subject: 'Bench', instituteId: institute });
+    classes.push({ id: created._id, name: created.name, link: sandbox.store.setJoinLink(created._id, true)!.joinMagicLink });
+  }
+  for (let i = 0; i < DRIFT; i++) {
+    sandbox.store.delete(classes[i]!.id); // missing_remote
+    sandbox.store.hide(classes[DRIFT + i]!.id); // hidden_remote
+    sandbox.store.create({ name: `Nobody's class ${i}`, subject: 'Bench', instituteId: institute }); // orphan_remote
+  }
+  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 1 });
+  await insertMappings(pool, institute, classes);
+  await pool.end();
+  process.send!({ url: sandbox.url } satisfies Seeded);
+  process.once('SIGTERM', () => void sandbox.close().then(() => process.exit(0)));
+}
+
+/** One INSERT … SELECT unnest(…) for all mappings, then the drift that lives in the database. */
+async function insertMappings(pool: pg.Pool, instituteId: string, classes: { id: string; name: string; link: string }[]): Promise<void> {
+  await pool.query(
+    `insert into batch_classes (institute_id, batch_id, class_name, class_id, join_link, state, event, synced_at, class_created_at, link_enabled_at)
+     select $1, 'bench-' || c.i, c.name, c.id, c.link, 'synced', '{}'::jsonb, now(), now() - interval '1 day', now()
+       from unnest($2::text[], $3::text[], $4::text[]) with ordinality as c(id, name, link, i)`,
+    [instituteId, classes.map((c) => c.id), classes.map((c) => c.name), classes.map((c) => c.link)],
+  );
+  const stuck = classes.slice(2 * DRIFT, 3 * DRIFT).map((c) => c.id);
+  const blank = classes.slice(3 * DRIFT, 4 * DRIFT).map((c) => c.id);
+  await pool.query(`update batch_classes set state = 'link_enabled', updated_at = now() - interval '1 hour' where class_id = any($1)`, [stuck]);
+  await pool.query(`update batch_classes set join_link = null where class_id = any($1)`, [blank]);
+}
+
+async function measure<T extends { counts: object; repairs: object; ok: boolean; phasesMs: Record<string, number> }>(run: () => Promise<T>) {
+  const baseline = process.memoryUsage().rss;
+  let peak = baseline;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 5);
+  const started = performance.now();
+  const report = await run();
+  const wallMs = performance.now() - started;
+  clearInterval(sampler);
+  peak = Math.max(peak, process.memoryUsage().rss);
+  return { wallMs: Math.round(wallMs), peakRssMb: mb(peak), baselineRssMb: mb(baseline), ok: report.ok, phasesMs: report.phasesMs, counts: report.counts, repairs: report.repairs };
+}
+
+/** Counts statements sent through the pool (drizzle uses pool.query); the query still runs for real. */
+function countQueries(pool: pg.Pool): () => number {
+  let count = 0;
+  const original = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    count += 1;
+    return original(...args);
+  };
+  return () => count;
+}
+
+function print(result: { n: number; wallMs: number; peakRssMb: number; baselineRssMb: number; dbRoundTrips: number; ok: boolean; phasesMs: Record<string, number>; counts: object; repairs: object }) {
+  const { n, ...figures } = result;
+  console.log(JSON.stringify({ bench: 'reconcile', classes: n, mappings: n, ...figures }));
+  const rows: [string, string][] = [
+    ['listed classes / mappings', `${n.toLocaleString('en')} / ${n.toLocaleString('en')}`],
+    ['wall time', `${(result.wallMs / 1000).toFixed(2)} s (goal ≤ 3 s)`],
+    ['peak RSS', `${result.peakRssMb} MB (goal ≤ 300 MB; ${result.baselineRssMb} MB before the pass)`],
+    ['database round trips', String(result.dbRoundTrips)],
+    ['phases (ms)', Object.entries(result.phasesMs).map(([k, v]) => `${k}=${v}`).join(' ')],
+    ['counts', Object.entries(result.counts).map(([k, v]) => `${k}=${v}`).join(' ')],
+    ['repairs', Object.entries(result.repairs).map(([k, v]) => `${k}=${v}`).join(' ')],
+  ];
+  for (const [label, value] of rows) console.log(`${label.padEnd(26)} ${value}`);
+}
+
+async function dropEverything(databaseName: string, prefix: string): Promise<void> {
+  const client = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
+  await client.connect();
+  await client.query(`drop database if exists ${pg.escapeIdentifier(databaseName)} with (force)`).finally(() => client.end());
+  const redis = createRedis(REDIS_URL, 'worker');
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    if (keys.length) await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  redis.disconnect();
+}
+
+function mb(bytes: number): number {
+  return Math.round(bytes / 1024 / 1024);
+}
+
+function argValue(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+if (process.argv.includes('--sandbox-child')) await sandboxChild();
+else await main();
