@@ -6,6 +6,7 @@ import { createRuntime, type Runtime } from './runtime.ts';
 import { enqueueNdjson, openInput } from './commands/enqueue.ts';
 import { countByState, findBatch, formatBatch, viewOf } from './commands/status.ts';
 import { retryBatches } from './sync/retry.ts';
+import { printHistory } from './commands/history.ts';
 import { startWorkerProcess } from './commands/worker.ts';
 import { runDemo } from './commands/demo.ts';
 import { runCheck } from './commands/check.ts';
@@ -103,6 +104,22 @@ function buildProgram(envFile: string | undefined): Command {
         }
         const view = viewOf(row);
         console.log(opts.json ? JSON.stringify(view) : formatBatch(view, opts.showLink === true));
+      });
+    });
+
+  program
+    .command('history')
+    .argument('<batchId>', 'the batch whose timeline to print')
+    .option('--json', 'print JSON')
+    .option('--institute <id>', 'institute of the batch (default CLASSROOM_INSTITUTE_ID)')
+    .description("a batch's audit trail: every state transition and remote call, oldest first")
+    .action(async (batchId: string, opts: { json?: boolean; institute?: string }) => {
+      await withRuntime(getConfig(), async (rt) => {
+        const found = await printHistory(rt.database.db, opts.institute ?? rt.config.classroom.instituteId, batchId, opts.json === true);
+        if (!found) {
+          console.error(`batch ${batchId} is not known`);
+          process.exitCode = 1;
+        }
       });
     });
 

@@ -79,6 +79,7 @@ const envSchema = z.object({
   SYNC_STUCK_AFTER: duration.default(2 * 60_000),
   SHUTDOWN_GRACE: duration.default(30_000),
   RECONCILE_EVERY: duration.default(15 * 60_000),
+  BATCH_EVENTS_RETENTION: duration.default(30 * 86_400_000),
 
   PORT: int(0, 65535).default(3000),
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -122,6 +123,7 @@ export interface Config {
     stuckAfterMs: number;
     shutdownGraceMs: number;
     reconcileEveryMs: number;
+    eventsRetentionMs: number;
   }>;
   readonly http: Readonly<{ port: number; host: string; apiToken: string | undefined }>;
 }
@@ -185,6 +187,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       stuckAfterMs: e.SYNC_STUCK_AFTER,
       shutdownGraceMs: e.SHUTDOWN_GRACE,
       reconcileEveryMs: e.RECONCILE_EVERY,
+      eventsRetentionMs: e.BATCH_EVENTS_RETENTION,
     },
     http: { port: e.PORT, host: e.HOST, apiToken: e.API_TOKEN },
   });

@@ -33,6 +33,8 @@ export interface CallRecord {
   httpStatus: number | undefined;
   bodyStatus: number | undefined;
   durationMs: number;
+  /** The failure's message (safe to store: never credentials or join links). */
+  error?: string | undefined;
 }
 
 export interface ClassroomHooks {
@@ -48,13 +50,15 @@ export interface CallOptions {
    * machine re-checks its lease here; whatever it throws propagates unchanged (nothing was sent).
    */
   beforeSend?: () => Promise<void>;
+  /** Told about this call once it finished (the batch's audit trail). Must not throw. */
+  observe?: (call: CallRecord) => void;
 }
 
 export interface ClassroomClient {
   addClass(input: AddClassInput, options?: CallOptions): Promise<{ classId: string; raw: unknown }>;
   enableJoinLink(classId: string, options?: CallOptions): Promise<void>;
-  getClass(classId: string): Promise<ClassRecord>;
-  listClasses(instituteId: string, query?: { searchTerm?: string }): Promise<InstituteListing>;
+  getClass(classId: string, options?: CallOptions): Promise<ClassRecord>;
+  listClasses(instituteId: string, query?: { searchTerm?: string }, options?: CallOptions): Promise<InstituteListing>;
 }
 
 interface Answer {
@@ -79,6 +83,10 @@ export function createClassroomClient(settings: ClassroomSettings, hooks: Classr
       }
     }
     await options.beforeSend?.();
+    const report = (record: CallRecord) => {
+      hooks.afterCall?.(record);
+      options.observe?.(record);
+    };
     const started = performance.now();
     let httpStatus: number | undefined;
     let bodyStatus: number | undefined;
@@ -91,16 +99,17 @@ export function createClassroomClient(settings: ClassroomSettings, hooks: Classr
       httpStatus = response.status;
       const answer = await readAnswer(operation, response);
       bodyStatus = typeof answer.body.status === 'number' ? answer.body.status : undefined;
-      hooks.afterCall?.({ operation, outcome: 'ok', httpStatus, bodyStatus, durationMs: performance.now() - started });
+      report({ operation, outcome: 'ok', httpStatus, bodyStatus, durationMs: performance.now() - started });
       return answer;
     } catch (error) {
       const classified = error as ClassroomError;
-      hooks.afterCall?.({
+      report({
         operation,
         outcome: classified.kind,
         httpStatus: classified.httpStatus ?? httpStatus,
         bodyStatus: classified.bodyStatus ?? bodyStatus,
         durationMs: performance.now() - started,
+        error: classified.message,
       });
       throw error;
     }
@@ -135,20 +144,24 @@ export function createClassroomClient(settings: ClassroomSettings, hooks: Classr
       );
     },
 
-    async getClass(classId) {
+    async getClass(classId, options) {
       assertSafeId('getClass', classId);
-      const answer = await call('getClass', (signal) =>
-        http.get(`user/v2/classes/${idSegment(classId)}`, { searchParams: { full: 'true' }, signal }),
+      const answer = await call(
+        'getClass',
+        (signal) => http.get(`user/v2/classes/${idSegment(classId)}`, { searchParams: { full: 'true' }, signal }),
+        options,
       );
       return parseData('getClass', answer, classRecordSchema);
     },
 
-    async listClasses(instituteId, query = {}) {
+    async listClasses(instituteId, query = {}, options) {
       assertSafeId('listClasses', instituteId);
       const searchParams: Record<string, string> = {};
       if (query.searchTerm) searchParams.searchTerm = query.searchTerm;
-      const answer = await call('listClasses', (signal) =>
-        http.get(`institutes/${idSegment(instituteId)}/classes`, { searchParams, signal }),
+      const answer = await call(
+        'listClasses',
+        (signal) => http.get(`institutes/${idSegment(instituteId)}/classes`, { searchParams, signal }),
+        options,
       );
       return parseData('listClasses', answer, listingSchema);
     },

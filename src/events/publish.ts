@@ -1,6 +1,7 @@
 // Accepting batch-created events. A batch is written to Postgres *before* it is acknowledged, then
 // put on the queue; if the queue write fails the batch is still safe (the sweep enqueues it).
 import { and, eq, inArray, or } from 'drizzle-orm';
+import { appendEventsForRows } from '../audit/events.ts';
 import type { Db } from '../db/client.ts';
 import { type BatchState, TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
 import type { Logger } from '../logger.ts';
@@ -59,18 +60,23 @@ export async function publishBatches(deps: PublishDeps, inputs: readonly unknown
 }
 
 async function recordChunk(deps: PublishDeps, events: BatchCreated[]): Promise<AcceptedBatch[]> {
-  const inserted = await deps.db
-    .insert(batchClasses)
-    .values(
-      events.map((e) => ({
-        instituteId: e.instituteId,
-        batchId: e.batchId,
-        className: renderClassName(deps.defaults.classNameTemplate, e),
-        event: e,
-      })),
-    )
-    .onConflictDoNothing({ target: [batchClasses.instituteId, batchClasses.batchId] })
-    .returning({ instituteId: batchClasses.instituteId, batchId: batchClasses.batchId });
+  // The row and the first line of its audit trail are written together.
+  const inserted = await deps.db.transaction(async (tx) => {
+    const rows = await tx
+      .insert(batchClasses)
+      .values(
+        events.map((e) => ({
+          instituteId: e.instituteId,
+          batchId: e.batchId,
+          className: renderClassName(deps.defaults.classNameTemplate, e),
+          event: e,
+        })),
+      )
+      .onConflictDoNothing({ target: [batchClasses.instituteId, batchClasses.batchId] })
+      .returning({ id: batchClasses.id, instituteId: batchClasses.instituteId, batchId: batchClasses.batchId });
+    await appendEventsForRows(tx, rows.map((r) => ({ batchRowId: r.id, type: 'received', toState: 'pending' })));
+    return rows;
+  });
   const fresh = new Set(inserted.map((r) => keyOf(r)));
   const states = await currentStates(deps.db, events);
   const seen = new Set<string>();

@@ -3,7 +3,7 @@
 // job re-run elsewhere) can never overwrite the run that replaced it.
 import { and, eq, gt, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
-import type { Db } from '../db/client.ts';
+import type { Db, DbOrTx } from '../db/client.ts';
 import { type BatchRow, TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
 import type { BatchKey } from './keys.ts';
 import { LeaseLostError } from './errors.ts';
@@ -63,7 +63,7 @@ export async function acquireLease(db: Db, key: BatchKey, owner: string, leaseMs
  * before every remote call, so a request always starts with a full lease ahead of it.
  */
 export async function fencedUpdate(
-  db: Db,
+  db: DbOrTx,
   lease: Lease,
   leaseMs: number,
   changes: BatchChanges = {},
@@ -83,7 +83,7 @@ export async function fencedUpdate(
 }
 
 /** Ends this run's lease; a no-op if another runner has already taken it. */
-export async function releaseLease(db: Db, lease: Lease, changes: BatchChanges = {}): Promise<BatchRow | undefined> {
+export async function releaseLease(db: DbOrTx, lease: Lease, changes: BatchChanges = {}): Promise<BatchRow | undefined> {
   const rows = await db
     .update(batchClasses)
     .set({ ...changes, leaseOwner: null, leaseExpiresAt: null, updatedAt: sql`now()` })

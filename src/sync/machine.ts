@@ -6,7 +6,8 @@
 //
 // `creating` is written *before* the POST leaves: finding it later means "a class may exist".
 import { sql } from 'drizzle-orm';
-import type { ClassroomClient } from '../classroom/client.ts';
+import { type PendingEvent, appendEvents, remoteCallEvent } from '../audit/events.ts';
+import type { CallOptions, ClassroomClient } from '../classroom/client.ts';
 import { isClassroomError } from '../classroom/errors.ts';
 import type { Db } from '../db/client.ts';
 import type { BatchRow, BatchState } from '../db/schema/index.ts';
@@ -70,6 +71,8 @@ export async function runBatch(deps: SyncDeps, key: BatchKey, attempt: number): 
 
 class BatchRun {
   private readonly log: Logger;
+  /** Remote calls made since the last write; they are stored with the state change they led to. */
+  private journal: PendingEvent[] = [];
 
   constructor(
     private readonly deps: SyncDeps,
@@ -108,7 +111,7 @@ class BatchRun {
     try {
       ({ classId } = await classroom.addClass(
         { name: this.row.className, subject: event.subject, instituteId: this.row.instituteId, extra: event.extra ?? {} },
-        { beforeSend: () => this.write({ state: 'creating', createSentAt: sql`now()` }) },
+        this.callOptions(() => this.write({ state: 'creating', createSentAt: sql`now()` })),
       ));
     } catch (error) {
       // Only a failure that proves nothing was created may forget that a POST was attempted.
@@ -122,7 +125,7 @@ class BatchRun {
 
   private async storeClassId(classId: string, how: 'created' | 'adopted'): Promise<void> {
     try {
-      await this.write({ classId, state: 'created', classCreatedAt: sql`now()`, review: null });
+      await this.write({ classId, state: 'created', classCreatedAt: sql`now()`, review: null }, false, how === 'adopted' ? { resolution: 'adopt' } : undefined);
     } catch (error) {
       // Losing the lease must not lose a class we know exists: claim it if nobody stored one yet.
       if (error instanceof LeaseLostError) await claimCreatedClass(this.deps.db, this.lease.rowId, classId, this.log);
@@ -137,31 +140,39 @@ class BatchRun {
     const waitMs = sentAt + settleMs - this.startedAt.getTime();
     if (waitMs > 0) throw new DeferError(waitMs + 50, `add-class outcome unknown; reading the listing after a ${settleMs} ms settle delay`);
     await this.write({});
-    const resolution = await resolveUnknownCreate(this.deps.classroom, {
-      instituteId: this.row.instituteId,
-      className: this.row.className,
-      mappedElsewhere: (ids) => classIdsMappedElsewhere(this.deps.db, this.row.id, ids),
-    });
+    const resolution = await resolveUnknownCreate(
+      this.deps.classroom,
+      {
+        instituteId: this.row.instituteId,
+        className: this.row.className,
+        mappedElsewhere: (ids) => classIdsMappedElsewhere(this.deps.db, this.row.id, ids),
+      },
+      this.callOptions(),
+    );
     this.log.info({ decision: resolution.decision }, 'resolved an add-class of unknown outcome by reading the listing');
     if (resolution.decision === 'adopt') return this.storeClassId(resolution.classId, 'adopted');
     if (resolution.decision === 'create') {
-      await this.write({ state: 'pending', createSentAt: null });
+      await this.write({ state: 'pending', createSentAt: null }, false, { resolution: 'create' });
       return;
     }
-    await this.write({ state: 'needs_review', review: { reason: resolution.reason, evidence: resolution.evidence }, lastError: resolution.reason, lastErrorKind: 'ambiguous_create' }, true);
+    await this.write(
+      { state: 'needs_review', review: { reason: resolution.reason, evidence: resolution.evidence }, lastError: resolution.reason, lastErrorKind: 'ambiguous_create' },
+      true,
+      { resolution: 'review', matches: resolution.evidence.matches.map((m) => m._id) },
+    );
     throw new PermanentSyncError(`needs_review: ${resolution.reason}`);
   }
 
   private async enableLink(): Promise<void> {
     const classId = this.row.classId!;
-    await this.deps.classroom.enableJoinLink(classId, { beforeSend: () => this.write({}) });
+    await this.deps.classroom.enableJoinLink(classId, this.callOptions(() => this.write({})));
     await this.write({ state: 'link_enabled', linkEnabledAt: sql`now()` });
   }
 
   private async readLink(): Promise<void> {
     const classId = this.row.classId!;
     await this.write({});
-    const record = await this.deps.classroom.getClass(classId);
+    const record = await this.deps.classroom.getClass(classId, this.callOptions());
     if (record._id !== classId) {
       throw new Error(`get-class for ${classId} answered with class ${record._id}; will read again`);
     }
@@ -173,10 +184,46 @@ class BatchRun {
     await this.write({ state: 'synced', joinLink: record.joinMagicLink, syncedAt: sql`now()`, lastError: null, lastErrorKind: null }, true);
   }
 
-  /** A fenced write that also extends the lease; logs the transition when the state changes. */
-  private async write(changes: BatchChanges, release = false): Promise<void> {
+  private callOptions(beforeSend?: () => Promise<void>): CallOptions {
+    return {
+      ...(beforeSend ? { beforeSend } : {}),
+      observe: (call) => {
+        this.journal.push(remoteCallEvent(call, { attempt: this.row.attempts, workerId: this.deps.workerId, classId: this.row.classId }));
+      },
+    };
+  }
+
+  /** The journal plus, when the state changed, the transition itself. Clears the journal. */
+  private takeEvents(from: BatchState, row: BatchRow, detail?: Record<string, unknown>): PendingEvent[] {
+    const events = this.journal;
+    this.journal = [];
+    if (row.state === from) return events;
+    return [
+      ...events,
+      {
+        type: 'transition',
+        fromState: from,
+        toState: row.state,
+        classId: row.classId,
+        attempt: row.attempts,
+        workerId: this.deps.workerId,
+        error: row.state === 'failed' || row.state === 'needs_review' ? row.lastError : null,
+        detail: detail ?? null,
+      },
+    ];
+  }
+
+  /**
+   * A fenced write that also extends the lease, stored in one transaction with the audit events it
+   * explains; logs the transition when the state changes.
+   */
+  private async write(changes: BatchChanges, release = false, detail?: Record<string, unknown>): Promise<void> {
     const from = this.row.state;
-    this.row = await fencedUpdate(this.deps.db, this.lease, this.deps.settings.leaseMs, changes, { release });
+    this.row = await this.deps.db.transaction(async (tx) => {
+      const row = await fencedUpdate(tx, this.lease, this.deps.settings.leaseMs, changes, { release });
+      await appendEvents(tx, row.id, this.takeEvents(from, row, detail));
+      return row;
+    });
     if (this.row.state !== from) {
       this.log.info({ from, to: this.row.state, classId: this.row.classId, attempt: this.row.attempts }, `batch ${from} → ${this.row.state}`);
       this.deps.onTransition?.({ key: this.row, from, to: this.row.state, row: this.row });
@@ -209,7 +256,12 @@ class BatchRun {
 
   private async release(changes: BatchChanges): Promise<void> {
     try {
-      const row = await releaseLease(this.deps.db, this.lease, changes);
+      const from = this.row.state;
+      const row = await this.deps.db.transaction(async (tx) => {
+        const released = await releaseLease(tx, this.lease, changes);
+        if (released) await appendEvents(tx, released.id, this.takeEvents(from, released));
+        return released;
+      });
       if (row && row.state !== this.row.state) {
         this.deps.onTransition?.({ key: row, from: this.row.state, to: row.state, row });
       }

@@ -1,6 +1,7 @@
 // The one place where a sync run's outcome becomes BullMQ behaviour.
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { and, eq, notInArray, sql } from 'drizzle-orm';
+import { appendEvents } from '../audit/events.ts';
 import type { Db } from '../db/client.ts';
 import { type BatchRow, type BatchState, TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
 import { DeferError, LeaseLostError, PermanentSyncError } from './errors.ts';
@@ -24,7 +25,7 @@ export function createSyncProcessor(deps: SyncDeps) {
       }
       if (error instanceof PermanentSyncError) throw new UnrecoverableError(error.message);
       if (attempt >= (job.opts.attempts ?? 1)) {
-        const failed = await markExhausted(deps.db, key, error);
+        const failed = await markExhausted(deps.db, key, error, { attempt, workerId: deps.workerId });
         log.warn({ attempt, from: failed?.from, to: 'failed', classId: failed?.row.classId ?? null }, 'attempts exhausted; batch failed');
         if (failed) deps.onTransition?.({ key, from: failed.from, to: 'failed', row: failed.row });
       }
@@ -45,9 +46,15 @@ export function syncJobResult(job: Job<SyncJobData, SyncResult>, thrown?: unknow
 }
 
 /** The last attempt failed: record `failed` with the last error (a later `retry` resumes safely). */
-async function markExhausted(db: Db, key: { instituteId: string; batchId: string }, error: unknown): Promise<{ from: BatchState; row: BatchRow } | undefined> {
+async function markExhausted(
+  db: Db,
+  key: { instituteId: string; batchId: string },
+  error: unknown,
+  context: { attempt: number; workerId: string },
+): Promise<{ from: BatchState; row: BatchRow } | undefined> {
   const message = error instanceof Error ? error.message : String(error);
-  const [updated] = await db
+  return db.transaction(async (tx) => {
+    const [updated] = await tx
     .update(batchClasses)
     .set({ state: 'failed', failedAt: sql`now()`, lastError: `attempts exhausted: ${message}`, updatedAt: sql`now()` })
     .where(
@@ -59,5 +66,11 @@ async function markExhausted(db: Db, key: { instituteId: string; batchId: string
     )
     // A sub-select in RETURNING reads the snapshot from before this UPDATE: the state we left.
     .returning({ row: batchClasses, from: sql<BatchState>`(select b.state from batch_classes b where b.id = ${batchClasses.id})` });
-  return updated;
+    if (updated) {
+      await appendEvents(tx, updated.row.id, [
+        { type: 'transition', fromState: updated.from, toState: 'failed', classId: updated.row.classId, error: updated.row.lastError, ...context },
+      ]);
+    }
+    return updated;
+  });
 }

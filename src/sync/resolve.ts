@@ -1,7 +1,7 @@
 // After an add-class whose outcome is unknown, decide by reading the institute listing, never by
 // posting again: one clear match is adopted, none means it is safe to create, anything else goes
 // to an operator with the evidence.
-import type { ClassroomClient } from '../classroom/client.ts';
+import type { CallOptions, ClassroomClient } from '../classroom/client.ts';
 import { isSafeId } from '../classroom/ids.ts';
 import type { InstituteListing, ListItem } from '../classroom/schemas.ts';
 
@@ -31,12 +31,12 @@ export function findByName(listing: InstituteListing, className: string): { item
   return LISTS.flatMap((list) => listing[list].filter((item) => item.name.trim() === wanted).map((item) => ({ item, list })));
 }
 
-export async function resolveUnknownCreate(classroom: ClassroomClient, input: ResolveInput): Promise<Resolution> {
-  let matches = findByName(await classroom.listClasses(input.instituteId, { searchTerm: input.className }), input.className);
+export async function resolveUnknownCreate(classroom: ClassroomClient, input: ResolveInput, options: CallOptions = {}): Promise<Resolution> {
+  let matches = findByName(await classroom.listClasses(input.instituteId, { searchTerm: input.className }, options), input.className);
   if (matches.length === 0) {
     // "Nothing found" is what licenses a second POST, so it must not rest on how the remote
     // interprets searchTerm: confirm against the whole listing.
-    matches = findByName(await classroom.listClasses(input.instituteId), input.className);
+    matches = findByName(await classroom.listClasses(input.instituteId, {}, options), input.className);
   }
   const ids = matches.map((m) => m.item._id).filter((id): id is string => typeof id === 'string');
   return decideResolution(input.className, matches, await input.mappedElsewhere(ids));

@@ -1,6 +1,7 @@
 // Putting failed or needs_review batches back. The state a batch resumes from is derived from what
 // is known to have happened, so a retry can never send a second add-class for a class that may exist.
 import { and, eq, inArray, sql } from 'drizzle-orm';
+import { appendEvents } from '../audit/events.ts';
 import type { Db } from '../db/client.ts';
 import { type BatchState, batchClasses } from '../db/schema/index.ts';
 import type { BatchKey } from './keys.ts';
@@ -35,11 +36,17 @@ export async function retryBatches(deps: { db: Db; queue: SyncQueue }, where: { 
   for (const row of before) {
     let to = row.state;
     if (row.state === 'failed' || row.state === 'needs_review') {
-      const [updated] = await deps.db
-        .update(batchClasses)
-        .set({ state: RESUME_STATE, failedAt: null, review: null, attempts: 0, updatedAt: sql`now()` })
-        .where(and(eq(batchClasses.instituteId, row.instituteId), eq(batchClasses.batchId, row.batchId), eq(batchClasses.state, row.state)))
-        .returning({ state: batchClasses.state });
+      const updated = await deps.db.transaction(async (tx) => {
+        const [changed] = await tx
+          .update(batchClasses)
+          .set({ state: RESUME_STATE, failedAt: null, review: null, attempts: 0, updatedAt: sql`now()` })
+          .where(and(eq(batchClasses.instituteId, row.instituteId), eq(batchClasses.batchId, row.batchId), eq(batchClasses.state, row.state)))
+          .returning({ id: batchClasses.id, state: batchClasses.state, classId: batchClasses.classId });
+        if (changed) {
+          await appendEvents(tx, changed.id, [{ type: 'retry_requested', fromState: row.state, toState: changed.state, classId: changed.classId }]);
+        }
+        return changed;
+      });
       to = updated?.state ?? row.state;
     }
     const queued = to === 'synced' ? false : await requeue(deps.queue, row);

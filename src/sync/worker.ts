@@ -7,6 +7,7 @@ import type { Transition } from './machine.ts';
 import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
 import { BACKOFF_STRATEGY, SYNC_QUEUE, type SyncJobData, type SyncResult } from './queue.ts';
 import { sweepStuckBatches } from './sweep.ts';
+import { pruneEvents } from '../audit/events.ts';
 
 export interface SyncWorker {
   worker: Worker<SyncJobData, SyncResult>;
@@ -62,7 +63,9 @@ export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = 
     options.autoSweep === false
       ? undefined
       : setInterval(() => {
-          sweep().catch((error) => logger.warn({ err: error }, 'sweep failed; will try again'));
+          sweep()
+            .then(() => pruneEvents(database.db, config.sync.eventsRetentionMs))
+            .catch((error) => logger.warn({ err: error }, 'sweep failed; will try again'));
         }, config.sync.sweepEveryMs);
   timer?.unref();
 

@@ -8,3 +8,4 @@
 //   orphan      a remote class that no mapping points at
 export * from './batch-classes.ts';
 export * from './reconciliation-runs.ts';
+export * from './batch-events.ts';
