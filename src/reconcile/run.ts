@@ -53,7 +53,7 @@ export async function runReconciliation(deps: ReconcileDeps, options: ReconcileO
     const institutes = options.instituteIds ?? (await institutesToReconcile(deps.db, options.defaultInstituteId));
     for (const instituteId of institutes) await reconcileInstitute(deps, options, builder, instituteId);
     cursor = await builder.timed('linkChecks', () => runLinkChecks(deps, options, builder));
-    if (!dryRun) builder.setRepairs(await builder.timed('repairs', () => repair(deps, builder.repairInput())));
+    if (!dryRun) builder.setRepairs(await builder.timed('repairs', () => repair(deps, builder.repairInput(), opened.id)));
   } catch (error) {
     builder.error(`pass stopped: ${messageOf(error)}`);
   }

@@ -2,8 +2,9 @@
 // straight in Postgres, then detected, counted, and repaired or reported as promised.
 import { asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readTimeline } from '../../src/audit/events.ts';
 import { SANDBOX_DEFAULTS } from '../../src/config.ts';
-import { batchClasses, reconciliationRuns } from '../../src/db/schema/index.ts';
+import { batchClasses, batchEvents, reconciliationRuns } from '../../src/db/schema/index.ts';
 import { publishBatches } from '../../src/events/publish.ts';
 import { type ReconcileOptions, runReconciliation } from '../../src/reconcile/run.ts';
 import type { Category } from '../../src/reconcile/types.ts';
@@ -70,7 +71,9 @@ async function insertNeedsReview(batchId: string, className: string, instituteId
   );
 }
 
-const snapshot = async () => JSON.stringify(await db().select().from(batchClasses).orderBy(asc(batchClasses.id)));
+/** Every mapping and every audit event, as they are stored. */
+const snapshot = async () =>
+  JSON.stringify([await db().select().from(batchClasses).orderBy(asc(batchClasses.id)), await db().select().from(batchEvents).orderBy(asc(batchEvents.id))]);
 const ids = (list: { batchId: string | null }[]) => list.map((f) => f.batchId).sort();
 
 describe('reconciliation', () => {
@@ -143,6 +146,16 @@ describe('reconciliation', () => {
     expect(await rowOf('nr-1')).toMatchObject({ state: 'created', classId: ambiguous._id, review: null });
     expect(await rowOf('r-2')).toMatchObject({ state: 'created', joinLink: null });
     expect(await rowOf('nr-2')).toMatchObject({ state: 'needs_review', classId: null });
+    // Each repair is in the batch's audit trail, written by the statement that made it.
+    const repairsOf = async (batchId: string) => ((await readTimeline(db(), inst(), batchId)) ?? []).filter((e) => e.type === 'repair');
+    expect(await repairsOf('r-2')).toMatchObject([
+      { fromState: 'synced', toState: 'created', detail: { category: 'link_missing', action: 'rerun_link_steps', reconciliationRunId: real.runId } },
+    ]);
+    expect(await repairsOf('nr-1')).toMatchObject([
+      { fromState: 'needs_review', toState: 'created', classId: ambiguous._id, detail: { category: 'needs_review_resolved', previousReview: { reason: 'test: ambiguous create' } } },
+    ]);
+    expect(await repairsOf('s-1')).toMatchObject([{ detail: { category: 'stuck', action: 'requeue' } }]);
+    expect(await repairsOf('r-0')).toEqual([]);
     const [realRow] = await db().select().from(reconciliationRuns).where(eq(reconciliationRuns.id, real.runId!));
     expect(realRow!.repairs).toMatchObject({ requeued: 5, adopted: 1, adoptions: [{ batchId: 'nr-1', classId: ambiguous._id }] });
 
