@@ -1,6 +1,6 @@
 // Gauges read at scrape time. Postgres and BullMQ are shared by the whole fleet, so every worker's
 // /metrics reports the same fleet-wide values; aggregate them with max(), not sum().
-import type { Queue } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { countByState } from '../commands/status.ts';
 import type { Db } from '../db/client.ts';
@@ -15,6 +15,7 @@ export interface ScrapeSources {
 export interface ScrapeGauges {
   batches: Gauge<'state'>;
   queueJobs: Gauge<'queue' | 'state'>;
+  oldestWaiting: Gauge<'queue'>;
   errors: Counter<'source'>;
 }
 
@@ -40,6 +41,12 @@ export function scrapeGauges(registers: Registry[]): ScrapeGauges {
       labelNames: ['queue', 'state'] as const,
       registers,
     }),
+    oldestWaiting: new Gauge({
+      name: 'classroom_sync_queue_oldest_waiting_seconds',
+      help: 'Per queue, how long the job next in line (wait or paused) has been ready to run; 0 when none waits. Read from Redis at scrape time.',
+      labelNames: ['queue'] as const,
+      registers,
+    }),
     errors,
   };
 }
@@ -50,24 +57,39 @@ export async function refreshScrapeGauges(gauges: ScrapeGauges, sources: ScrapeS
     read('postgres', () => countByState(sources.db), (counts) => {
       for (const [state, n] of Object.entries(counts)) gauges.batches.labels({ state }).set(n);
     }, gauges.batches),
-    read('redis', () => Promise.all(sources.queues.map(async (q) => [q.name, await q.getJobCounts()] as const)), (perQueue) => {
-      for (const [queue, counts] of perQueue) {
+    read('redis', () => Promise.all(sources.queues.map(async (q) => [q.name, await q.getJobCounts(), await oldestReadyAt(q)] as const)), (perQueue) => {
+      const now = Date.now();
+      for (const [queue, counts, readyAt] of perQueue) {
         for (const [state, n] of Object.entries(counts)) gauges.queueJobs.labels({ queue, state }).set(n);
+        gauges.oldestWaiting.labels({ queue }).set(readyAt === undefined ? 0 : Math.max(0, now - readyAt) / 1000);
       }
-    }, gauges.queueJobs),
+    }, gauges.queueJobs, gauges.oldestWaiting),
   ]);
 
-  async function read<T>(source: 'postgres' | 'redis', load: () => Promise<T>, apply: (value: T) => void, gauge: Gauge<string>) {
+  async function read<T>(source: 'postgres' | 'redis', load: () => Promise<T>, apply: (value: T) => void, ...owned: Gauge<string>[]) {
     try {
       const value = await withTimeout(load(), timeoutMs, source);
-      gauge.reset();
+      for (const gauge of owned) gauge.reset();
       apply(value);
     } catch {
       // Stale numbers would look healthy; absent series plus a counted error do not.
-      gauge.reset();
+      for (const gauge of owned) gauge.reset();
       gauges.errors.labels({ source }).inc();
     }
   }
+}
+
+/**
+ * When the job next in line became ready to run (ms), or undefined when none waits. BullMQ keeps no
+ * "entered wait" time, so this is the latest of: added (plus its initial delay, e.g. a scheduled
+ * tick) and its last attempt's start (a retried or deferred job). Never later than the real moment,
+ * so the age errs high, by at most one attempt plus its backoff.
+ */
+async function oldestReadyAt(queue: Queue): Promise<number | undefined> {
+  // Ascending: the end of each list the worker takes from next.
+  const heads: Job[] = await queue.getJobs(['wait', 'paused'], 0, 0, true);
+  const ready = heads.map((job) => Math.max(job.timestamp + (job.opts.delay ?? 0), job.processedOn ?? 0));
+  return ready.length ? Math.min(...ready) : undefined;
 }
 
 export class TimeoutError extends Error {
