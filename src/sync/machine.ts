@@ -245,8 +245,9 @@ class BatchRun {
       return new DeferError(pauseMs, `remote throttled ${error.operation}; the fleet pauses ${pauseMs} ms`);
     }
     if (isClassroomError(error) && error.kind === 'rejected') {
+      const from = this.row.state; // release() moves this.row on to `failed`
       await this.release({ state: 'failed', failedAt: sql`now()`, lastError: message, lastErrorKind: kind });
-      this.log.warn({ err: error, from: this.row.state, to: 'failed' }, `batch failed: ${message}`);
+      this.log.warn({ err: error, from, to: 'failed', classId: this.row.classId }, `batch failed: ${message}`);
       return new PermanentSyncError(message, { cause: error });
     }
     this.log.warn({ err: error, state: this.row.state }, `attempt failed, will retry: ${message}`);
