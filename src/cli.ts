@@ -152,12 +152,14 @@ function buildProgram(envFile: string | undefined): Command {
     .option('--count <n>', 'how many sample batches', (v) => Number.parseInt(v, 10), 12)
     .option('--sandbox-port <port>', 'port of the built-in sandbox (0 = any free port)', (v) => Number.parseInt(v, 10), 0)
     .option('--fail-rate <p>', 'inject faults into this share of remote calls (0..1), to watch retries and the duplicate guard', parseProbability, 0)
+    .option('--port <port>', 'port of the HTTP API, dashboard and metrics on 127.0.0.1 (default PORT; 0 = any free port)', (v) => Number.parseInt(v, 10))
     .option('--verbose', 'log at LOG_LEVEL (default: errors only, on stderr)')
-    .action(async (opts: { once?: boolean; count: number; sandboxPort: number; failRate: number; verbose?: boolean }) => {
+    .action(async (opts: { once?: boolean; count: number; sandboxPort: number; port?: number; failRate: number; verbose?: boolean }) => {
       process.exitCode = await runDemo(getConfig(), {
         once: opts.once === true,
         count: opts.count,
         sandboxPort: opts.sandboxPort,
+        ...(opts.port === undefined ? {} : { port: opts.port }),
         failRate: opts.failRate,
         verbose: opts.verbose === true,
       });

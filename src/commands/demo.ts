@@ -2,6 +2,7 @@
 // command: checks, migrations, sandbox, worker, sample batches, a live progress bar, and the
 // resulting mappings. It never talks to the real service and never touches real batches: it keeps
 // to a database and queue prefix of its own (see demoSettings).
+import { randomBytes } from 'node:crypto';
 import { inArray } from 'drizzle-orm';
 import pino from 'pino';
 import type { Config } from '../config.ts';
@@ -9,9 +10,10 @@ import { redactUrl, runMigrations } from '../db/migrate.ts';
 import { type BatchRow, TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
 import { publishBatches } from '../events/publish.ts';
 import { createLogger } from '../logger.ts';
-import { type Runtime, createRuntime } from '../runtime.ts';
+import type { Runtime } from '../runtime.ts';
 import { mixedFaultRates, sandboxOptionsFromConfig, startSandbox } from '../sandbox/index.ts';
-import { createSyncWorker } from '../sync/worker.ts';
+import { DASHBOARD_PATH } from '../http/dashboard.ts';
+import { type WorkerProcess, startWorker } from './worker.ts';
 import { checkPostgres, checkRedis, formatFinding } from './preflight.ts';
 import { createProgress } from './progress.ts';
 import { formatMappingTable, summarize } from './demo-report.ts';
@@ -22,6 +24,8 @@ export interface DemoOptions {
   sandboxPort: number;
   /** Probability of an injected fault per remote call (0 = none), to watch retries at work. */
   failRate?: number;
+  /** Port of the HTTP server (API, dashboard, metrics); default PORT. 0 = any free port. */
+  port?: number;
   /** Log at LOG_LEVEL instead of errors only. */
   verbose?: boolean;
 }
@@ -37,7 +41,7 @@ const SUBJECTS = ['Mathematics', 'Physics', 'Chemistry', 'Biology', 'History', '
 
 /** Returns the exit code: 0 when every sample batch synced. */
 export async function runDemo(baseConfig: Config, options: DemoOptions, io: DemoIo = defaultIo): Promise<number> {
-  const config = demoSettings(baseConfig);
+  const config = demoSettings(baseConfig, options);
   if (!(await preflight(config, io))) return 1;
   await runMigrations(config.databaseUrl);
   const stop = stopOnSignal();
@@ -45,40 +49,48 @@ export async function runDemo(baseConfig: Config, options: DemoOptions, io: Demo
     { ...sandboxOptionsFromConfig(config), faults: options.failRate ? { rates: mixedFaultRates(options.failRate), hangMs: 1_000 } : {} },
     { port: options.sandboxPort },
   );
-  const runtime = createRuntime(withBaseUrl(config, sandbox.url), { logger: demoLogger(config, options.verbose === true) });
-  const worker = createSyncWorker(runtime);
+  let worker: WorkerProcess | undefined;
   try {
+    // Exactly what `classroom-sync worker` runs (sync jobs, HTTP API, dashboard, metrics), aimed at the sandbox.
+    worker = await startWorker(withBaseUrl(config, sandbox.url), { logger: demoLogger(config, options.verbose === true) });
     io.out(`sandbox (stand-in for the classroom service) on ${sandbox.url}${options.failRate ? `, failing ${options.failRate * 100}% of calls` : ''}`);
     io.out(`demo data: database ${databaseName(config.databaseUrl)}, queue prefix ${config.queuePrefix} (kept apart from real batches)`);
-    const ids = await publishSamples(runtime, options.count);
+    const ids = await publishSamples(worker.runtime, options.count);
     io.out(`published ${ids.length} sample batches; worker syncing with concurrency ${config.sync.concurrency}`);
     const started = Date.now();
-    const rows = await watch(runtime, ids, io, stop.signal);
+    const rows = await watch(worker.runtime, ids, io, stop.signal);
     io.out('');
     for (const line of formatMappingTable(rows)) io.out(line);
     io.out('');
     const summary = summarize(rows, sandbox.state({ classes: false }), Date.now() - started);
     for (const line of summary.lines) io.out(line);
-    if (!options.once && !stop.signal.aborted) await serve(config, io, stop.signal);
+    io.out('');
+    for (const line of serverInfo(worker.url, config.http.apiToken!, baseConfig.http.apiToken === undefined)) io.out(line);
+    if (!options.once && !stop.signal.aborted) await serve(worker.url, config, baseConfig.http.apiToken === undefined, io, stop.signal);
     return summary.allSynced ? 0 : 1;
   } finally {
     stop.dispose();
-    await worker.close(5_000);
-    await runtime.close();
+    await worker?.stop();
     await sandbox.close();
   }
 }
 
 /**
- * The demo's own database (`<name>_demo`) and queue prefix (`<prefix>-demo`). Sharing the real ones
+ * The demo's own database (`<name>_demo`) and queue prefix (`<prefix>-demo`): sharing the real ones
  * would let the demo's worker take real batches from the queue and "sync" them against the sandbox.
+ * The HTTP server listens on loopback only, with API_TOKEN or a token made for this session.
  */
-export function demoSettings(config: Config): Config {
+export function demoSettings(config: Config, options: { port?: number } = {}): Config {
   const url = new URL(config.databaseUrl);
   const name = databaseName(config.databaseUrl);
   url.pathname = `/${encodeURIComponent(name.endsWith('_demo') ? name : `${name}_demo`)}`;
   const prefix = config.queuePrefix.endsWith('-demo') ? config.queuePrefix : `${config.queuePrefix}-demo`;
-  return { ...config, databaseUrl: url.toString(), queuePrefix: prefix };
+  return {
+    ...config,
+    databaseUrl: url.toString(),
+    queuePrefix: prefix,
+    http: { port: options.port ?? config.http.port, host: '127.0.0.1', apiToken: config.http.apiToken ?? randomBytes(24).toString('base64url') },
+  };
 }
 
 function databaseName(url: string): string {
@@ -144,10 +156,23 @@ async function watch(runtime: Runtime, ids: string[], io: DemoIo, signal: AbortS
   }
 }
 
-async function serve(config: Config, io: DemoIo, signal: AbortSignal): Promise<void> {
+function serverInfo(url: string, token: string, generated: boolean): string[] {
+  return [
+    `dashboard:  ${url}${DASHBOARD_PATH}  (sign in with any user name and the API token as password)`,
+    `batch API:  ${url}/v1/batches  (Authorization: Bearer <API token>)`,
+    `metrics:    ${url}/metrics`,
+    generated ? `API token for this session: ${token}  (made up for this run; set API_TOKEN to choose one)` : 'API token: the value of API_TOKEN',
+  ];
+}
+
+async function serve(url: string, config: Config, tokenGenerated: boolean, io: DemoIo, signal: AbortSignal): Promise<void> {
   io.out('');
-  io.out('serving until Ctrl-C (the worker keeps syncing). To publish more demo batches from another terminal:');
-  io.out(`  DATABASE_URL=${redactUrl(config.databaseUrl)} QUEUE_PREFIX=${config.queuePrefix} npx classroom-sync enqueue FILE.ndjson`);
+  io.out('serving until Ctrl-C (the worker keeps syncing). Publish another batch from another terminal:');
+  io.out(
+    `  curl -H "Authorization: Bearer ${tokenGenerated ? config.http.apiToken! : '$API_TOKEN'}" -H 'content-type: application/json' ` +
+      `-d '{"batchId":"B-1001","name":"Algebra I","subject":"Maths"}' ${url}/v1/batches`,
+  );
+  io.out(`  or: DATABASE_URL=${redactUrl(config.databaseUrl)} QUEUE_PREFIX=${config.queuePrefix} npx classroom-sync enqueue FILE.ndjson`);
   await new Promise<void>((resolve) => {
     if (signal.aborted) resolve();
     else signal.addEventListener('abort', () => resolve(), { once: true });

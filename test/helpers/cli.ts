@@ -32,6 +32,21 @@ const running = new Set<ChildProcess>();
 const scratch: string[] = [];
 
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  return startCli(args, options).result;
+}
+
+export interface RunningCli {
+  /** Output so far. */
+  stdout(): string;
+  /** Resolves with the first match of `pattern` in stdout; rejects if the process ends first. */
+  waitForOutput(pattern: RegExp, what: string): Promise<RegExpMatchArray>;
+  /** Signals the whole process group. */
+  signal(signal: NodeJS.Signals): void;
+  result: Promise<CliResult>;
+}
+
+/** Starts the CLI and returns at once, for commands that keep running (demo without --once). */
+export function startCli(args: string[], options: CliOptions = {}): RunningCli {
   const cwd = options.cwd ?? (options.npm ? ROOT : scratchDir());
   const [command, argv] = options.npm ? ['npm', args] : [process.execPath, [BIN, ...args]];
   const child = spawn(command, argv, {
@@ -43,11 +58,15 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
   running.add(child);
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  const watchers = new Set<() => void>();
+  child.stdout!.on('data', (d: Buffer) => {
+    stdout += d.toString();
+    for (const watcher of watchers) watcher();
+  });
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   child.stdin!.end(options.stdin ?? '');
   const timeoutMs = options.timeoutMs ?? 45_000;
-  return new Promise((resolve, reject) => {
+  const result = new Promise<CliResult>((resolve, reject) => {
     const timer = setTimeout(() => {
       killGroup(child);
       reject(new Error(`${command} ${argv.join(' ')} did not finish in ${timeoutMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
@@ -63,6 +82,30 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
       resolve({ code, signal, stdout, stderr });
     });
   });
+  return {
+    stdout: () => stdout,
+    waitForOutput(pattern, what) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = pattern.exec(stdout);
+          if (match) {
+            watchers.delete(check);
+            resolve(match);
+          }
+        };
+        watchers.add(check);
+        check();
+        result.then(
+          () => (watchers.has(check) ? reject(new Error(`process ended before ${what}\nstdout:\n${stdout}\nstderr:\n${stderr}`)) : undefined),
+          reject,
+        );
+      });
+    },
+    signal(signal) {
+      if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, signal);
+    },
+    result,
+  };
 }
 
 /** A fresh empty directory, removed by killAllChildren(). */

@@ -3,8 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FAST_SYNC, PG_SERVER, REDIS_URL, dropDatabase, dropQueueKeys } from '../helpers/harness.ts';
-import { killAllChildren, runCli } from '../helpers/cli.ts';
+import { FAST_SYNC, PG_SERVER, REDIS_URL, dropDatabase, dropQueueKeys, waitFor } from '../helpers/harness.ts';
+import { killAllChildren, runCli, startCli } from '../helpers/cli.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -21,7 +21,7 @@ function demoEnv(extra: Record<string, string> = {}) {
     await dropDatabase(`${database}_demo`);
     await dropQueueKeys(`${prefix}-demo`);
   });
-  const env = { DATABASE_URL: `${PG_SERVER}/${database}`, REDIS_URL, QUEUE_PREFIX: prefix, ...FAST_SYNC, ...extra };
+  const env = { DATABASE_URL: `${PG_SERVER}/${database}`, REDIS_URL, QUEUE_PREFIX: prefix, PORT: '0', ...FAST_SYNC, ...extra };
   return { env, demoDatabase: `${database}_demo` };
 }
 
@@ -67,6 +67,35 @@ describe('npm start -- --once', () => {
     for (const line of body) expect(starts(line)).toEqual(starts(table[header]!));
     expect(out).toContain('8/8 batches synced');
     expect(out).toContain('remote classes for these batches: 8; no batch got a second class');
+    expect(out).toMatch(/^dashboard: {2}http:\/\/127\.0\.0\.1:\d+\/admin\/queues /m);
+    expect(out).toMatch(/^API token for this session: [\w-]{32} /m);
+  });
+
+  it('without --once keeps serving the API and dashboard (with the printed token) until Ctrl-C, then exits 0', async () => {
+    const { env, demoDatabase } = demoEnv();
+    const demo = startCli(['demo', '--count', '3'], { env });
+    await demo.waitForOutput(/^serving until Ctrl-C[^]*npx classroom-sync enqueue FILE\.ndjson$/m, 'the demo to serve');
+    const [, base] = await demo.waitForOutput(/^dashboard: {2}(http:\/\/127\.0\.0\.1:\d+)\/admin\/queues/m, 'the dashboard URL');
+    const [, token] = await demo.waitForOutput(/^API token for this session: (\S+)/m, 'the session token');
+    expect(demo.stdout()).toContain(`Authorization: Bearer ${token}`);
+
+    const basic = `Basic ${Buffer.from(`operator:${token}`).toString('base64')}`;
+    expect((await fetch(`${base}/admin/queues`, { headers: { authorization: basic } })).status).toBe(200);
+    expect((await fetch(`${base}/admin/queues`)).status).toBe(401);
+    const bearer = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const posted = await fetch(`${base}/v1/batches`, { method: 'POST', headers: bearer, body: JSON.stringify({ batchId: 'B-1001', name: 'Algebra I', subject: 'Maths' }) });
+    expect(posted.status).toBe(202);
+    const synced = await waitFor(async () => {
+      const view = (await (await fetch(`${base}/v1/batches/B-1001`, { headers: bearer })).json()) as { state: string; classId: string | null };
+      return view.state === 'synced' ? view : undefined;
+    }, 'B-1001 synced by the serving demo');
+    expect(synced.classId).toMatch(/^[0-9a-f]{24}$/);
+
+    demo.signal('SIGINT');
+    const result = await demo.result;
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('stopping: finishing active jobs');
+    expect((await demoRows(demoDatabase)).map((r) => r.state)).toEqual(['synced', 'synced', 'synced', 'synced']);
   });
 
   it('counts retries under injected faults, and the count matches the attempts recorded', async () => {
