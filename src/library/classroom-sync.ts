@@ -1,0 +1,83 @@
+// The integrator's handle: publish batch-created events and read mappings from Node code, with
+// its own connection pool, Redis connection and queue, all released by close(). The worker that
+// does the syncing runs elsewhere (`classroom-sync worker`), or in-process via createSyncWorker.
+import { countByState } from '../commands/status.ts';
+import { type Config, loadConfig } from '../config.ts';
+import { createDatabase } from '../db/client.ts';
+import type { BatchState } from '../db/schema/index.ts';
+import { type AcceptedBatch, type PublishDeps, type PublishOutcome, publishBatchCreated, publishBatches } from '../events/publish.ts';
+import type { BatchCreatedInput } from '../events/schema.ts';
+import { type Logger, createLogger } from '../logger.ts';
+import { createRedis } from '../redis.ts';
+import { type SyncQueue, createSyncQueue } from '../sync/queue.ts';
+import type { BatchView } from '../commands/status.ts';
+import { type BatchPage, type ListBatchesQuery, getBatch, listBatches } from './mappings.ts';
+
+export interface ClassroomSync {
+  readonly config: Config;
+  /** Records and queues one batch. Throws InvalidEventError (naming each bad field) for a bad event. */
+  publishBatchCreated(event: BatchCreatedInput): Promise<AcceptedBatch>;
+  /** Many at once: each valid event is accepted even when others are rejected; order is kept. */
+  publishBatches(events: readonly unknown[]): Promise<PublishOutcome[]>;
+  /** One batch's mapping; the institute defaults to CLASSROOM_INSTITUTE_ID. */
+  getBatch(batchId: string, instituteId?: string): Promise<BatchView | undefined>;
+  listBatches(query?: ListBatchesQuery): Promise<BatchPage>;
+  countByState(): Promise<Record<BatchState, number>>;
+  /** Closes the pool and the Redis connection. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface ClassroomSyncOptions {
+  /** Defaults to a pino logger at the configured LOG_LEVEL. */
+  logger?: Logger;
+}
+
+/**
+ * Builds a publisher from a Config (default: loadConfig() over process.env). The database must be
+ * migrated first (`npx classroom-sync migrate`, or runMigrations(config.databaseUrl)).
+ */
+export function createClassroomSync(config: Config = loadConfig(), options: ClassroomSyncOptions = {}): ClassroomSync {
+  const logger = options.logger ?? createLogger({ level: config.logLevel });
+  const database = createDatabase(config.databaseUrl, { max: 5, applicationName: 'classroom-sync-library' });
+  // A producer fails fast when Redis is down; the batch is still recorded and the sweep queues it.
+  const redis = createRedis(config.redisUrl, 'producer');
+  const queue = createSyncQueue({ connection: redis, prefix: config.queuePrefix, attempts: config.sync.attempts });
+  const deps: PublishDeps = {
+    db: database.db,
+    queue,
+    logger,
+    defaults: { instituteId: config.classroom.instituteId, classNameTemplate: config.classroom.classNameTemplate },
+  };
+  let closing: Promise<void> | undefined;
+  return {
+    config,
+    publishBatchCreated: (event) => publishBatchCreated(deps, event),
+    publishBatches: (events) => publishBatches(deps, events),
+    getBatch: (batchId, instituteId = config.classroom.instituteId) => getBatch(database.db, instituteId, batchId),
+    listBatches: (query) => listBatches(database.db, query),
+    countByState: () => countByState(database.db),
+    close() {
+      closing ??= (async () => {
+        await settle(queue);
+        await queue.close().catch(() => {});
+        await redis.quit().catch(() => redis.disconnect());
+        await database.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/**
+ * Right after creation BullMQ is still loading its scripts on the connection; quitting under it
+ * rejects those commands where nobody can catch them. Waits for that, but not for a Redis that is
+ * down (it would never come).
+ */
+async function settle(queue: SyncQueue, boundMs = 2_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, boundMs);
+  });
+  await Promise.race([queue.waitUntilReady().then(() => {}, () => {}), bound]);
+  clearTimeout(timer);
+}
