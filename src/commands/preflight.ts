@@ -1,8 +1,9 @@
 // Can we reach PostgreSQL and Redis? Asked once, up front, by `demo` and `check`, so a missing
 // server ends in one sentence that says what to do, not in a stack trace or a silent reconnect loop.
 import pg from 'pg';
-import { Redis } from 'ioredis';
 import { redactUrl } from '../db/migrate.ts';
+import { type Redis, createRedis, isCluster, pingRedis } from '../redis.ts';
+import { redactRedisUrl } from '../redis-url.ts';
 
 export interface Finding {
   status: 'ok' | 'fail' | 'warn' | 'note';
@@ -46,14 +47,10 @@ function postgresFailure(where: string, error: unknown): Finding {
 }
 
 export async function checkRedis(url: string): Promise<Finding> {
-  const where = redactUrl(url);
+  const where = redactRedisUrl(url);
   // No reconnects and no offline queue: one bounded try, so an absent server fails in seconds.
-  const redis = new Redis(url, {
-    lazyConnect: true,
+  const redis = createRedis(url, 'probe', {
     connectTimeout: CONNECT_TIMEOUT_MS,
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-    retryStrategy: () => null,
     // Otherwise a refused connection keeps the process alive for ioredis' default 2 s.
     disconnectTimeout: 100,
     connectionName: 'classroom-sync-check',
@@ -65,8 +62,10 @@ export async function checkRedis(url: string): Promise<Finding> {
   });
   try {
     await redis.connect();
-    await redis.ping();
-    return evictionFinding(where, await maxmemoryPolicy(redis));
+    // On a cluster this also wants cluster_state:ok (a node answers PING while its cluster is down).
+    await pingRedis(redis);
+    const finding = evictionFinding(where, await maxmemoryPolicy(redis));
+    return isCluster(redis) && finding.status === 'ok' ? { ...finding, detail: `${finding.detail}; cluster state ok` } : finding;
   } catch (error) {
     const message = (cause as { code?: string } | undefined)?.code ?? cause?.message ?? (error as Error)?.message ?? String(error);
     if (/NOAUTH|WRONGPASS/i.test(message)) {
