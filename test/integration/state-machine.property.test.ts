@@ -128,8 +128,8 @@ function pausingClient(real: ClassroomClient, operation: SandboxOperation, at: P
   const client: ClassroomClient = {
     addClass: (input, options) => around('addClass', (o) => real.addClass(input, o), options),
     enableJoinLink: (classId, options) => around('editClass', (o) => real.enableJoinLink(classId, o), options),
-    getClass: (classId) => around('getClass', () => real.getClass(classId)),
-    listClasses: (instituteId, query) => around('listClasses', () => real.listClasses(instituteId, query)),
+    getClass: (classId, options) => around('getClass', (o) => real.getClass(classId, o), options),
+    listClasses: (instituteId, query, options) => around('listClasses', (o) => real.listClasses(instituteId, query, o), options),
   };
   return { client, reached: reachedP, resume };
 }
