@@ -1,0 +1,214 @@
+// deploy/alerts.yml: promtool accepts the rules and passes their unit tests (deploy/alerts.test.yml);
+// every rule is tested firing and quiet, carries a summary, a description and a runbook link to a
+// heading that exists in README.md, and uses only series /metrics exports. Also: the gauge behind
+// ClassroomSyncQueueStalled moves with the queue.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Queue, Worker } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { createMetrics } from '../../src/metrics/metrics.ts';
+import { createRedis } from '../../src/redis.ts';
+import { createHarness, type Harness, waitFor } from '../helpers/harness.ts';
+import { checkSyntax, exportedSeries, promtool, scrapeAfterWork, unexportedUses } from '../helpers/promql.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const DEPLOY = `${ROOT}deploy`;
+
+interface Rule {
+  alert?: string;
+  record?: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+interface RuleTest {
+  alertname: string;
+  eval_time: string;
+  exp_alerts?: unknown[] | null;
+}
+
+const rules: Rule[] = (parse(readFileSync(`${DEPLOY}/alerts.yml`, 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
+const unitTests = parse(readFileSync(`${DEPLOY}/alerts.test.yml`, 'utf8')) as { rule_files: string[]; tests: { name: string; alert_rule_test?: RuleTest[] }[] };
+
+/** Anchors GitHub gives README.md's headings (code blocks skipped; repeats get -1, -2, ...). */
+function readmeAnchors(): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  let fenced = false;
+  for (const line of readFileSync(`${ROOT}README.md`, 'utf8').split('\n')) {
+    if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
+    const heading = fenced ? null : /^#{1,6}\s+(.+?)\s*#*\s*$/.exec(line);
+    if (!heading) continue;
+    const slug = githubAnchor(heading[1]!);
+    const n = seen.get(slug) ?? 0;
+    seen.set(slug, n + 1);
+    anchors.add(n === 0 ? slug : `${slug}-${n}`);
+  }
+  return anchors;
+}
+
+function githubAnchor(heading: string): string {
+  return heading.replace(/`/g, '').trim().toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+}
+
+describe('deploy/alerts.yml', () => {
+  it('promtool check rules accepts it, counting every rule', () => {
+    const { status, output } = promtool(['check', 'rules', 'alerts.yml'], { cwd: DEPLOY });
+    expect(status, output).toBe(0);
+    expect(output).toContain(`SUCCESS: ${rules.length} rules found`);
+  });
+
+  it('promtool test rules passes deploy/alerts.test.yml', () => {
+    const { status, output } = promtool(['test', 'rules', 'alerts.test.yml'], { cwd: DEPLOY });
+    expect(status, output).toBe(0);
+    expect(output).toContain('SUCCESS');
+  });
+
+  it('has the alerts issue 9 asks for', () => {
+    expect(rules.map((r) => r.alert)).toEqual(
+      expect.arrayContaining([
+        'ClassroomSyncWorkerDown',
+        'ClassroomSyncSyncFailures',
+        'ClassroomSyncNeedsReview',
+        'ClassroomSyncQueueStalled',
+        'ClassroomSyncReconcileNotSucceeding',
+        'ClassroomSyncRemoteThrottled',
+        'ClassroomSyncRemoteErrors',
+      ]),
+    );
+  });
+
+  it('gives every rule a severity, summary, description and a runbook_url whose anchor is a README heading', () => {
+    const anchors = readmeAnchors();
+    const names = new Set<string>();
+    for (const rule of rules) {
+      const name = rule.alert;
+      expect(name, `a recording rule or unnamed rule: ${JSON.stringify(rule)}`).toMatch(/^ClassroomSync\w+$/);
+      expect(names.has(name!), `${name} defined twice`).toBe(false);
+      names.add(name!);
+      expect(['critical', 'warning'], `${name} severity`).toContain(rule.labels?.severity);
+      expect(rule.annotations?.summary?.trim(), `${name} summary`).toBeTruthy();
+      expect(rule.annotations?.description?.trim().length ?? 0, `${name} description`).toBeGreaterThan(40);
+      const url = rule.annotations?.runbook_url ?? '';
+      const anchor = `runbook-${name!.toLowerCase()}`;
+      expect(url, `${name} runbook_url`).toBe(`README.md#${anchor}`);
+      expect(anchors.has(anchor), `README.md has no heading "### Runbook: ${name}" (anchor #${anchor})`).toBe(true);
+    }
+  });
+
+  it('has unit tests in which every rule fires, and in which it stays quiet', () => {
+    expect(unitTests.rule_files).toEqual(['alerts.yml']);
+    const cases = unitTests.tests.flatMap((t) => t.alert_rule_test ?? []);
+    const names = rules.map((r) => r.alert!);
+    for (const name of names) {
+      const mine = cases.filter((c) => c.alertname === name);
+      expect(mine.some((c) => (c.exp_alerts ?? []).length > 0), `${name} is never expected to fire`).toBe(true);
+      expect(mine.some((c) => (c.exp_alerts ?? []).length === 0), `${name} is never expected to stay quiet`).toBe(true);
+    }
+    for (const c of cases) expect(names, `test case for unknown alert ${c.alertname}`).toContain(c.alertname);
+  });
+
+  describe('against a real /metrics', () => {
+    let h: Harness;
+    beforeAll(async () => {
+      h = await createHarness();
+    });
+    afterAll(async () => {
+      await h?.close();
+    });
+
+    it('uses only series and labels /metrics exports (and up)', async () => {
+      const exprs = rules.map((r) => ({ where: r.alert!, expr: r.expr }));
+      expect(checkSyntax(exprs).status).toBe(0);
+      const problems = unexportedUses(exprs, exportedSeries(await scrapeAfterWork(h)));
+      expect(problems).toEqual([]);
+    });
+  });
+});
+
+describe('classroom_sync_queue_oldest_waiting_seconds (ClassroomSyncQueueStalled reads it)', () => {
+  let h: Harness;
+  let queue: Queue;
+  const metrics = createMetrics({ defaultMetrics: false });
+
+  beforeAll(async () => {
+    h = await createHarness();
+    queue = new Queue('age-probe', { connection: h.runtime.redis, prefix: h.config.queuePrefix });
+  });
+  afterAll(async () => {
+    await queue?.close();
+    await h?.close();
+  });
+
+  async function age(): Promise<number | undefined> {
+    await metrics.refresh({ db: h.runtime.database.db, queues: [queue] });
+    const gauge = await metrics.registry.getSingleMetric('classroom_sync_queue_oldest_waiting_seconds')!.get();
+    return gauge.values.find((v) => v.labels.queue === 'age-probe')?.value;
+  }
+
+  it('is 0 with nothing waiting, the head job\'s age while jobs wait, and falls when the head is taken', async () => {
+    expect(await age()).toBe(0);
+    const now = Date.now();
+    const old = await queue.add('old', {}, { timestamp: now - 600_000 });
+    await queue.add('newer', {}, { timestamp: now - 120_000 });
+    // Later in the list, so not next in line; its age must not count.
+    const first = await age();
+    expect(first).toBeGreaterThanOrEqual(600);
+    expect(first).toBeLessThan(630);
+
+    await old.remove();
+    const second = await age();
+    expect(second).toBeGreaterThanOrEqual(120);
+    expect(second).toBeLessThan(150);
+
+    await queue.drain();
+    expect(await age()).toBe(0);
+  });
+
+  it('counts a delayed (scheduled) job from when it became due, not from when it was added', async () => {
+    const now = Date.now();
+    const job = await queue.add('scheduled', {}, { timestamp: now - 3_600_000, delay: 3_600_000 - 30_000 });
+    expect(await age()).toBe(0); // still delayed: not waiting
+    await job.promote();
+    const value = await age();
+    expect(value).toBeGreaterThanOrEqual(30);
+    expect(value).toBeLessThan(60);
+    await queue.drain(true);
+  });
+
+  it('counts a retried job from its last attempt, not from when it was first added', async () => {
+    const job = await queue.add('retried', {}, { timestamp: Date.now() - 3_600_000, attempts: 2, backoff: { type: 'fixed', delay: 3_600_000 } });
+    const connection = createRedis(h.config.redisUrl, 'worker');
+    const worker = new Worker('age-probe', async () => {
+      throw new Error('first attempt fails');
+    }, { connection, prefix: h.config.queuePrefix });
+    try {
+      await waitFor(async () => (await job.getState()) === 'delayed', 'job delayed for its retry');
+    } finally {
+      await worker.close();
+      connection.disconnect();
+    }
+    await job.promote();
+    const value = await age();
+    expect(value).toBeGreaterThanOrEqual(0);
+    expect(value).toBeLessThan(30);
+    await queue.drain(true);
+  });
+
+  it('is absent, not stale, when Redis does not answer', async () => {
+    const stopped = new Queue('age-probe', { connection: createRedis('redis://127.0.0.1:1', 'producer'), prefix: h.config.queuePrefix });
+    stopped.on('error', () => {});
+    try {
+      await queue.add('waiting', {}, { timestamp: Date.now() - 60_000 });
+      expect(await age()).toBeGreaterThanOrEqual(60);
+      await metrics.refresh({ db: h.runtime.database.db, queues: [stopped], timeoutMs: 300 });
+      const gauge = await metrics.registry.getSingleMetric('classroom_sync_queue_oldest_waiting_seconds')!.get();
+      expect(gauge.values).toEqual([]);
+    } finally {
+      await stopped.close().catch(() => {});
+      await queue.drain();
+    }
+  });
+});
