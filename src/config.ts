@@ -1,6 +1,7 @@
 // The only reader of process.env. Parsed once, validated, frozen; a bad variable fails fast by name.
 import { z } from 'zod';
 import { parseDuration } from './duration.ts';
+import { hasHashTag, isClusterUrl, redisUrlProblem } from './redis-url.ts';
 
 /** Values the built-in sandbox accepts, so a fresh checkout syncs with no `.env` at all. */
 export const SANDBOX_DEFAULTS = Object.freeze({
@@ -33,7 +34,13 @@ const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).default('postgres://postgres@127.0.0.1:5432/classroom_sync'),
-  REDIS_URL: z.url({ protocol: /^rediss?$/ }).default('redis://127.0.0.1:6379'),
+  REDIS_URL: z
+    .string()
+    .superRefine((url, ctx) => {
+      const problem = redisUrlProblem(url);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .default('redis://127.0.0.1:6379'),
   QUEUE_PREFIX: z
     .string()
     .min(1)
@@ -158,7 +165,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     logLevel: e.LOG_LEVEL,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
-    queuePrefix: e.QUEUE_PREFIX,
+    queuePrefix: queuePrefixFor(e.REDIS_URL, e.QUEUE_PREFIX, env.QUEUE_PREFIX !== undefined),
     classroom: {
       baseUrl: e.CLASSROOM_BASE_URL.replace(/\/+$/, ''),
       userId: e.CLASSROOM_USER_ID,
@@ -191,6 +198,22 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     http: { port: e.PORT, host: e.HOST, apiToken: e.API_TOKEN },
   });
+}
+
+/**
+ * On a Redis Cluster every key of a queue must hash to one slot (BullMQ's scripts touch several
+ * keys at once), so the prefix needs a {hash tag}. The default is wrapped for you; a prefix you set
+ * yourself is never rewritten behind your back: it fails here instead.
+ */
+function queuePrefixFor(redisUrl: string, prefix: string, explicit: boolean): string {
+  if (!isClusterUrl(redisUrl) || hasHashTag(prefix)) return prefix;
+  if (!explicit) return `{${prefix}}`;
+  throw new ConfigError([
+    {
+      variable: 'QUEUE_PREFIX',
+      reason: `must contain a non-empty {hash tag} when REDIS_URL is a Redis Cluster, so every key of a queue lands in one slot: e.g. QUEUE_PREFIX={${prefix}}`,
+    },
+  ]);
 }
 
 function deepFreeze<T extends object>(value: T): T {
