@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { publishBatchCreated } from '../../src/events/publish.ts';
+import { runReconciliation } from '../../src/reconcile/run.ts';
 import { startTestWorker, rowOf, call } from '../integration/http-helpers.ts';
 import { type Harness, publishDepsOf, waitFor } from './harness.ts';
 
@@ -144,14 +145,20 @@ export function checkSyntax(exprs: readonly { where: string; expr: string }[]): 
  * run a reconciliation pass, so nearly every family has samples whose labels can be checked.
  */
 export async function scrapeAfterWork(h: Harness): Promise<string> {
-  const worker = await startTestWorker(h, { RECONCILE_EVERY: '1s' });
+  const worker = await startTestWorker(h, { RECONCILE_EVERY: '0' });
   try {
     await publishBatchCreated(publishDepsOf(h), { batchId: 'scrape-1', name: 'Scrape One', subject: 'Maths' });
     await waitFor(async () => (await rowOf(h, 'scrape-1'))?.state === 'synced', 'scrape-1 synced');
-    return await waitFor(async () => {
-      const answer = await call(`${worker.url}/metrics`);
-      return answer.status === 200 && /^classroom_sync_reconcile_items\{/m.test(answer.text) ? answer.text : undefined;
-    }, 'a successful reconciliation pass on /metrics');
+    // One pass now, reported to this worker's metrics as a scheduled pass would be.
+    const { runtime, metrics } = worker;
+    const report = await runReconciliation(
+      { db: runtime.database.db, classroom: runtime.classroom, queue: runtime.queue, logger: runtime.logger },
+      { trigger: 'test', defaultInstituteId: h.config.classroom.instituteId, stuckAfterMs: h.config.sync.stuckAfterMs, onRun: metrics.recordReconciliation },
+    );
+    if (!report.ok) throw new Error(`reconciliation pass failed: ${report.errors.join('; ')}`);
+    const answer = await call(`${worker.url}/metrics`);
+    if (answer.status !== 200) throw new Error(`/metrics answered ${answer.status}`);
+    return answer.text;
   } finally {
     await worker.stop();
   }
