@@ -2,6 +2,10 @@
 import { z } from 'zod';
 
 const RESERVED_EXTRA = new Set(['_id', 'classId', 'joinMagicLink', 'namespace', 'userId']);
+/** An unpaired UTF-16 surrogate: no UTF-8 encoding exists for it, and Postgres refuses it in jsonb. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** In JSON.stringify output: an escaped NUL or lone surrogate (jsonb stores neither), the backslash itself not escaped. */
+const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
 const printable = (max: number) =>
   z
     .string()
@@ -9,7 +13,8 @@ const printable = (max: number) =>
     .min(1, 'must not be empty')
     .max(max, `must be at most ${max} characters`)
     // eslint-disable-next-line no-control-regex
-    .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters');
+    .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters')
+    .refine((value) => !LONE_SURROGATE.test(value), 'must be valid Unicode text (no unpaired surrogates)');
 
 export const MAX_EXTRA_BYTES = 8_192;
 
@@ -25,14 +30,39 @@ export const batchCreatedSchema = z
   })
   .transform((event, ctx) => {
     const { batchId, name, subject, instituteId, ...extra } = event;
-    for (const key of Object.keys(extra)) {
-      if (RESERVED_EXTRA.has(key)) ctx.addIssue({ code: 'custom', path: [key], message: 'is set by the remote service and cannot be sent' });
+    let total = 1;
+    let largest = { key: '', size: -1 };
+    for (const [key, value] of Object.entries(extra)) {
+      const measured = RESERVED_EXTRA.has(key) ? { problem: 'is set by the remote service and cannot be sent' } : measureExtra(key, value);
+      if ('problem' in measured) ctx.addIssue({ code: 'custom', path: [key], message: measured.problem });
+      else {
+        total += measured.size + 1;
+        if (measured.size > largest.size) largest = { key, size: measured.size };
+      }
     }
-    if (JSON.stringify(extra).length > MAX_EXTRA_BYTES) {
-      ctx.addIssue({ code: 'custom', path: [], message: `extra class fields must total at most ${MAX_EXTRA_BYTES} bytes of JSON` });
+    if (total > MAX_EXTRA_BYTES) {
+      // Name the biggest field: that is the one to shorten.
+      ctx.addIssue({ code: 'custom', path: [largest.key], message: `makes the extra class fields ${total} characters of JSON; they must total at most ${MAX_EXTRA_BYTES} bytes` });
     }
     return { batchId, name, subject, instituteId, extra };
   });
+
+/**
+ * An extra field's share of the JSON sent on add-class, or why it cannot be recorded: one such
+ * field must fail its own event, not the insert of every event published with it.
+ */
+function measureExtra(key: string, value: unknown): { size: number } | { problem: string } {
+  if (key.includes('\u0000') || LONE_SURROGATE.test(key)) return { problem: 'field name must not contain NUL characters or unpaired surrogates' };
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch {
+    // A RangeError (nested deeper than the stack) or a value that is not plain data.
+    return { problem: 'cannot be sent as JSON: nested too deeply or not plain data' };
+  }
+  if (json !== undefined && UNSTORABLE_ESCAPE.test(json)) return { problem: 'must not contain NUL characters or unpaired surrogates' };
+  return { size: JSON.stringify(key).length + 1 + (json?.length ?? 0) };
+}
 
 export type BatchCreatedInput = z.input<typeof batchCreatedSchema>;
 export interface BatchCreated {
