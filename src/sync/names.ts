@@ -4,10 +4,8 @@
  * the integrator wrote them.
  */
 export function renderClassName(template: string, batch: { name: string; batchId: string; subject: string }): string {
-  const rendered = template
-    .replaceAll('{name}', batch.name)
-    .replaceAll('{batchId}', batch.batchId)
-    .replaceAll('{subject}', batch.subject)
-    .trim();
+  // One pass with a function: a value is inserted as written ("$&" or "$$" in a name are not
+  // replacement patterns) and a "{batchId}" inside a name is not itself replaced.
+  const rendered = template.replace(/\{(name|batchId|subject)\}/g, (_, field: 'name' | 'batchId' | 'subject') => batch[field]).trim();
   return rendered.slice(0, 200);
 }
