@@ -65,7 +65,8 @@ async function markExhausted(
       ),
     )
     // A sub-select in RETURNING reads the snapshot from before this UPDATE: the state we left.
-    .returning({ row: batchClasses, from: sql<BatchState>`(select b.state from batch_classes b where b.id = ${batchClasses.id})` });
+    // (Spelled out: drizzle renders the column unqualified here, which the sub-select would capture.)
+    .returning({ row: batchClasses, from: sql<BatchState>`(select b.state from batch_classes b where b.id = batch_classes.id)` });
     if (updated) {
       await appendEvents(tx, updated.row.id, [
         { type: 'transition', fromState: updated.from, toState: 'failed', classId: updated.row.classId, error: updated.row.lastError, ...context },
