@@ -62,7 +62,9 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     workerId,
     async close() {
       await queue.close().catch(() => {});
-      await redis.quit().catch(() => redis.disconnect());
+      // quit() waits for queued commands, which never run while Redis is unreachable: bound it.
+      await Promise.race([redis.quit(), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]).catch(() => {});
+      redis.disconnect();
       await database.close();
     },
   };
