@@ -1,11 +1,11 @@
 // `classroom-sync worker`: migrations, then sync jobs and the operations surface (API, dashboard,
 // metrics, probes on PORT) until a signal; drains before exiting 0.
-import type { Queue } from 'bullmq';
 import type { Config } from '../config.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { type HttpServer, createHttpServer } from '../http/server.ts';
 import type { Logger } from '../logger.ts';
 import { type Metrics, createMetrics } from '../metrics/metrics.ts';
+import { createReconciler } from '../reconcile/scheduler.ts';
 import { type Runtime, createRuntime } from '../runtime.ts';
 import { type SyncWorker, createSyncWorker } from '../sync/worker.ts';
 
@@ -30,12 +30,10 @@ export interface WorkerProcess {
 export async function startWorker(config: Config, options: WorkerProcessOptions = {}): Promise<WorkerProcess> {
   const metrics = createMetrics();
   const runtime = createRuntime(config, { ...metrics.runtimeOptions, ...(options.logger ? { logger: options.logger } : {}) });
-  // The reconciliation's queue goes here once it has one, so the dashboard and gauges show it.
-  const extraQueues: Queue[] = [];
   let http: HttpServer;
   let url: string;
   try {
-    http = await createHttpServer({ runtime, metrics, extraQueues, metricsAuth: options.metricsAuth === true });
+    http = await createHttpServer({ runtime, metrics, metricsAuth: options.metricsAuth === true });
     // Listen before taking jobs: a port clash should stop a fresh process before it does any work.
     url = await http.listen().catch((error: unknown) => {
       throw portError(error, config.http.port);
@@ -45,6 +43,14 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
     throw error;
   }
   const sync = createSyncWorker(runtime, { onTransition: metrics.onTransition, onJobResult: metrics.recordJob });
+  // Every worker registers the same schedule; each tick runs in exactly one of them. Created after
+  // listening, so /healthz answers while Redis is still being reached.
+  const reconciler = await createReconciler(runtime, { onRun: metrics.recordReconciliation }).catch(async (error: unknown) => {
+    await Promise.allSettled([http.close(), sync.close(config.sync.shutdownGraceMs)]);
+    await runtime.close();
+    throw error;
+  });
+  http.addQueue(reconciler.queue);
   runtime.logger.info(
     { workerId: runtime.workerId, concurrency: config.sync.concurrency, queuePrefix: config.queuePrefix, remote: config.classroom.baseUrl, url },
     'worker started',
@@ -53,13 +59,28 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
+      const grace = config.sync.shutdownGraceMs;
       // Intake stops at once (no new connections; in-flight requests finish) while active jobs
       // get up to SHUTDOWN_GRACE; only then do the queues and pools they use go away.
-      const results = await Promise.allSettled([http.close(), sync.close(config.sync.shutdownGraceMs)]);
+      const results = await Promise.allSettled([
+        http.close(),
+        sync.close(grace),
+        within(reconciler.close(), grace, () => runtime.logger.warn({ graceMs: grace }, 'reconciliation pass still running; leaving it to the next tick')),
+      ]);
       await runtime.close();
       for (const r of results) if (r.status === 'rejected') throw r.reason;
     })());
   return { runtime, metrics, sync, http, url, stop };
+}
+
+/** Waits for `work` at most `ms`; calls `onTimeout` if it had to give up. */
+async function within(work: Promise<void>, ms: number, onTimeout: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms);
+  });
+  if ((await Promise.race([work, timedOut])) === 'timeout') onTimeout();
+  clearTimeout(timer);
 }
 
 export async function startWorkerProcess(config: Config, options: WorkerProcessOptions = {}): Promise<void> {

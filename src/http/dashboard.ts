@@ -27,10 +27,15 @@ export interface DashboardDeps {
   authenticate: onRequestHookHandler;
 }
 
-export async function registerDashboard(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
+export interface Dashboard {
+  /** Shows one more queue from now on. */
+  addQueue(queue: Queue): void;
+}
+
+export async function registerDashboard(app: FastifyInstance, deps: DashboardDeps): Promise<Dashboard> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
-  createBullBoard({
+  const board = createBullBoard({
     queues: [deps.syncQueue, ...deps.extraQueues].map((queue) => new BullMQAdapter(queue)),
     // @bull-board/fastify pins its own patch release of @bull-board/api, whose adapter types are
     // nominally different (private fields) but the same at run time; the UI and routes come from ours.
@@ -43,6 +48,7 @@ export async function registerDashboard(app: FastifyInstance, deps: DashboardDep
     scope.addHook('preHandler', async (request, reply) => retryBridge(deps, request, reply));
     await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
   });
+  return { addQueue: (queue) => board.addQueue(new BullMQAdapter(queue)) };
 }
 
 /** Answers the dashboard's retry requests for failed sync jobs itself; leaves everything else to Bull Board. */

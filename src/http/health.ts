@@ -1,6 +1,7 @@
 // Liveness and readiness. /healthz says only "this process answers" (restart it if not);
 // /readyz says whether its dependencies answer right now (route traffic elsewhere if not).
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { once } from 'node:events';
+import type { FastifyBaseLogger, FastifyInstance, LogLevel } from 'fastify';
 import type { Database } from '../db/client.ts';
 import type { Redis } from '../redis.ts';
 import { TimeoutError, withTimeout } from '../metrics/scrape.ts';
@@ -10,17 +11,18 @@ export interface HealthDeps {
   database: Database;
   /** Per dependency; a hung connection must not hang the probe. */
   timeoutMs: number;
+  /** Level of the probes' own request lines. */
+  logLevel: LogLevel;
 }
 
 export function registerHealthRoutes(app: FastifyInstance, deps: HealthDeps): void {
-  // Probes run every few seconds; their request lines would drown everything else at info.
-  const quiet = { logLevel: 'warn' as const };
+  const quiet = { logLevel: deps.logLevel };
 
   app.get('/healthz', quiet, async () => ({ status: 'ok' }));
 
   app.get('/readyz', quiet, async (request, reply) => {
     const [redis, postgres] = await Promise.all([
-      probe(() => deps.redis.ping(), deps.timeoutMs, 'redis', request.log),
+      probe(() => pingRedis(deps.redis, deps.timeoutMs), deps.timeoutMs, 'redis', request.log),
       probe(() => deps.database.pool.query('select 1'), deps.timeoutMs, 'postgres', request.log),
     ]);
     const checks = { redis, postgres };
@@ -30,6 +32,23 @@ export function registerHealthRoutes(app: FastifyInstance, deps: HealthDeps): vo
     if (failing.length === 0) return { status: 'ready', checks };
     return reply.code(503).send({ status: 'unavailable', failing, checks });
   });
+}
+
+/**
+ * Never queues a PING on a connection that is down (it would wait there until Redis returns):
+ * waits for the connection instead, within the probe's time.
+ */
+async function pingRedis(redis: Redis, timeoutMs: number): Promise<unknown> {
+  if (redis.status !== 'ready') {
+    await once(redis, 'ready', { signal: AbortSignal.timeout(timeoutMs) }).catch(() => {
+      throw new NotConnectedError(`redis connection is ${redis.status}`);
+    });
+  }
+  return redis.ping();
+}
+
+class NotConnectedError extends Error {
+  override readonly name = 'NotConnectedError';
 }
 
 /**
@@ -43,6 +62,7 @@ async function probe(check: () => Promise<unknown>, timeoutMs: number, what: str
   } catch (error) {
     log.warn({ err: error, dependency: what }, `readiness: ${what} is not answering`);
     if (error instanceof TimeoutError) return `no answer within ${timeoutMs} ms`;
+    if (error instanceof NotConnectedError) return 'not connected';
     const code = (error as { code?: unknown }).code;
     return typeof code === 'string' ? `failed (${code})` : 'failed';
   }

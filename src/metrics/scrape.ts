@@ -4,10 +4,13 @@ import type { Job, Queue } from 'bullmq';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { countByState } from '../commands/status.ts';
 import type { Db } from '../db/client.ts';
+import type { Redis } from '../redis.ts';
 
 export interface ScrapeSources {
   db: Db;
   queues: readonly Queue[];
+  /** The queues' connection: while it is down, commands would only pile up in its offline queue. */
+  redis?: Redis;
   /** Per source; a slow dependency must not hold a scrape past Prometheus' own timeout. */
   timeoutMs?: number;
 }
@@ -57,7 +60,7 @@ export async function refreshScrapeGauges(gauges: ScrapeGauges, sources: ScrapeS
     read('postgres', () => countByState(sources.db), (counts) => {
       for (const [state, n] of Object.entries(counts)) gauges.batches.labels({ state }).set(n);
     }, gauges.batches),
-    read('redis', () => Promise.all(sources.queues.map(async (q) => [q.name, await q.getJobCounts(), await oldestReadyAt(q)] as const)), (perQueue) => {
+    read('redis', () => queueStats(sources), (perQueue) => {
       const now = Date.now();
       for (const [queue, counts, readyAt] of perQueue) {
         for (const [state, n] of Object.entries(counts)) gauges.queueJobs.labels({ queue, state }).set(n);
@@ -77,6 +80,11 @@ export async function refreshScrapeGauges(gauges: ScrapeGauges, sources: ScrapeS
       gauges.errors.labels({ source }).inc();
     }
   }
+}
+
+async function queueStats(sources: ScrapeSources) {
+  if (sources.redis && sources.redis.status !== 'ready') throw new Error(`redis connection is ${sources.redis.status}`);
+  return Promise.all(sources.queues.map(async (q) => [q.name, await q.getJobCounts(), await oldestReadyAt(q)] as const));
 }
 
 /**

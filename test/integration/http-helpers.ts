@@ -12,7 +12,8 @@ export const BEARER = { authorization: `Bearer ${TOKEN}` };
 export const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
 
 export function configFor(h: Harness, extra: Record<string, string> = {}): Config {
-  return loadConfig({ ...h.env, API_TOKEN: TOKEN, PORT: '0', HOST: '127.0.0.1', ...extra });
+  // No reconciliation schedule: a pass landing mid-test would add remote calls the test did not make.
+  return loadConfig({ ...h.env, API_TOKEN: TOKEN, PORT: '0', HOST: '127.0.0.1', RECONCILE_EVERY: '0', ...extra });
 }
 
 export async function startTestWorker(h: Harness, extra: Record<string, string> = {}, options: WorkerProcessOptions = {}): Promise<WorkerProcess> {

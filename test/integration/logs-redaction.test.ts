@@ -1,0 +1,156 @@
+// Captures every log line of a full run at trace level (HTTP requests with tokens, syncs through
+// faults, wrong remote credentials, an unreachable remote, raw HTTP-client errors) and checks that no
+// credential and no full join link is in any of it, and that transitions carry batchId/jobId/classId.
+import { type AddressInfo, createServer } from 'node:net';
+import ky from 'ky';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WorkerProcess } from '../../src/commands/worker.ts';
+import { batchClasses, TERMINAL_STATES } from '../../src/db/schema/index.ts';
+import { createLogger } from '../../src/logger.ts';
+import { createHarness, dropQueueKeys, type Harness, waitFor } from '../helpers/harness.ts';
+import { BEARER, TOKEN, basic, call, startTestWorker } from './http-helpers.ts';
+
+const WRONG_KEY = 'WrongKeyWrongKeyWrongKey01234567';
+const WRONG_X_KEY = 'wrong-x-api-key-value-7f3a';
+const WRONG_BEARER = 'not-the-token-but-long-enough-1234';
+
+let h: Harness;
+const chunks: string[] = [];
+const logger = createLogger({ level: 'trace', destination: { write: (line: string) => void chunks.push(line) } });
+const workers: WorkerProcess[] = [];
+const prefixes: string[] = [];
+
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  for (const w of workers) await w.stop();
+  for (const p of prefixes) await dropQueueKeys(p);
+  await h?.close();
+});
+
+async function worker(extra: Record<string, string> = {}): Promise<WorkerProcess> {
+  if (extra.QUEUE_PREFIX) prefixes.push(extra.QUEUE_PREFIX);
+  const w = await startTestWorker(h, extra, { logger });
+  workers.push(w);
+  return w;
+}
+
+/** A port nothing listens on (fetch refuses some low ports outright, which is not what we want). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+const rows = () => h.runtime.database.db.select().from(batchClasses);
+const post = (url: string, json: unknown, headers: Record<string, string> = BEARER) => call(`${url}/v1/batches`, { method: 'POST', headers, json });
+
+describe('logs', () => {
+  it('hold no credential and no full join link after a run with faults, failures and authenticated requests', { timeout: 120_000 }, async () => {
+    const good = await worker();
+    // Faults that make the machine log errors, retries, a 429 pause and an outcome-unknown resolution.
+    h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'lostResponse' });
+    h.sandbox.faults.enqueue({ operation: 'editClass', fault: 'error5xx' });
+    h.sandbox.faults.enqueue({ operation: 'getClass', fault: 'throttle' });
+    h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'bodyRejected' });
+    const events = Array.from({ length: 8 }, (_, i) => ({ batchId: `log-${i}`, name: `Logged ${i}`, subject: 'Maths' }));
+    expect((await post(good.url, events)).status).toBe(202);
+
+    // Wrong remote credentials: the remote answers 401, the batch fails as rejected.
+    const wrong = await worker({ CLASSROOM_API_KEY: WRONG_KEY, CLASSROOM_X_API_KEY: WRONG_X_KEY, QUEUE_PREFIX: `${h.config.queuePrefix}-wrong` });
+    expect((await post(wrong.url, { batchId: 'log-wrong-creds', name: 'Wrong creds', subject: 'Maths' })).status).toBe(202);
+    // An unreachable remote: connection refused, surfaced through the HTTP client's own error as `cause`.
+    const down = await worker({ CLASSROOM_BASE_URL: `http://127.0.0.1:${await closedPort()}`, SYNC_ATTEMPTS: '2', QUEUE_PREFIX: `${h.config.queuePrefix}-down` });
+    expect((await post(down.url, { batchId: 'log-unreachable', name: 'Unreachable', subject: 'Maths' })).status).toBe(202);
+
+    // Requests carrying credentials, right and wrong, to every kind of route.
+    await call(`${good.url}/v1/batches/log-0`, { headers: BEARER });
+    await call(`${good.url}/v1/batches?limit=5`, { headers: BEARER });
+    await call(`${good.url}/v1/batches`, { headers: { authorization: `Bearer ${WRONG_BEARER}` } });
+    await call(`${good.url}/admin/queues`, { headers: basic('ops', TOKEN) });
+    await call(`${good.url}/admin/queues/api/queues`, { headers: basic('ops', WRONG_BEARER) });
+    await post(good.url, [{ batchId: 'log-bad', name: '' }]);
+
+    await waitFor(
+      async () => {
+        const all = await rows();
+        return all.length === 10 && all.every((r) => TERMINAL_STATES.includes(r.state));
+      },
+      'every logged batch finished',
+      60_000,
+    ).catch(async (error) => {
+      console.log(JSON.stringify((await rows()).map((r) => [r.batchId, r.state, r.lastError])));
+      throw error;
+    });
+    // After the last batch finished, so its links exist: fetch mappings with links through the API too.
+    await call(`${good.url}/v1/batches?limit=20`, { headers: BEARER });
+
+    // Raw errors from the HTTP client, whose request carries the real credentials in its headers.
+    const c = h.config.classroom;
+    const basicCredential = Buffer.from(`${c.userId}:${c.apiKey}`).toString('base64');
+    const kyError = await ky
+      .get(`${h.sandbox.url}/no-such-route`, { headers: { authorization: `Basic ${basicCredential}`, 'x-api-key': c.xApiKey }, retry: 0 })
+      .catch((error: unknown) => error);
+    expect(kyError).toBeInstanceOf(Error);
+    logger.error({ err: kyError }, 'raw client error');
+    logger.warn({ error: kyError, headers: { authorization: `Basic ${basicCredential}`, 'x-api-key': c.xApiKey } }, 'raw client error with headers');
+
+    const all = await rows();
+    const synced = all.filter((r) => r.state === 'synced');
+    expect(synced.length).toBe(7);
+    expect(all.find((r) => r.batchId === 'log-wrong-creds')).toMatchObject({ state: 'failed', lastErrorKind: 'rejected' });
+    expect(all.find((r) => r.batchId === 'log-unreachable')?.state).toBe('failed');
+
+    const text = chunks.join('');
+    const lines = chunks.flatMap((chunk) => chunk.split('\n')).filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>);
+    // The capture really saw the run: requests, failures from the client, and both kinds of remote error.
+    expect(lines.length).toBeGreaterThan(50);
+    expect(lines.some((l) => l.msg === 'incoming request' && l.req?.url === '/v1/batches/log-0')).toBe(true);
+    expect(lines.some((l) => l.err?.type === 'RejectedError' && /HTTP 401/.test(l.err.message))).toBe(true);
+    expect(lines.some((l) => l.err?.type === 'NotSentError')).toBe(true);
+    expect(lines.some((l) => l.msg === 'raw client error' && l.err?.type === 'HTTPError')).toBe(true);
+
+    const secrets: Record<string, string> = {
+      'API token': TOKEN,
+      'wrong bearer token': WRONG_BEARER,
+      'API key': c.apiKey,
+      'x-api-key': c.xApiKey,
+      'Basic credential': basicCredential,
+      'dashboard Basic credential': Buffer.from(`ops:${TOKEN}`).toString('base64'),
+      'wrong API key': WRONG_KEY,
+      'wrong x-api-key': WRONG_X_KEY,
+      'wrong Basic credential': Buffer.from(`${c.userId}:${WRONG_KEY}`).toString('base64'),
+    };
+    for (const [what, secret] of Object.entries(secrets)) expect(text.includes(secret), `${what} is in the logs`).toBe(false);
+    for (const row of synced) {
+      expect(row.joinLink!.length).toBeGreaterThan(20);
+      expect(text.includes(row.joinLink!), `join link of ${row.batchId} is in the logs`).toBe(false);
+      // The token part of the link alone must not leak either (e.g. a URL-encoded or re-rendered link).
+      const tail = row.joinLink!.slice(-16);
+      expect(text.includes(tail), `join token of ${row.batchId} is in the logs`).toBe(false);
+    }
+  });
+
+  it('logs one line per state transition with batchId, jobId and classId', async () => {
+    const lines = chunks.flatMap((chunk) => chunk.split('\n')).filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>);
+    const transitions = lines.filter((l) => typeof l.from === 'string' && typeof l.to === 'string');
+    expect(transitions.length).toBeGreaterThan(7 * 4);
+    for (const line of transitions) {
+      expect(line, JSON.stringify(line)).toHaveProperty('batchId');
+      expect(line, JSON.stringify(line)).toHaveProperty('jobId');
+      expect(line, JSON.stringify(line)).toHaveProperty('classId');
+    }
+    const all = await rows();
+    for (const row of all.filter((r) => r.state === 'synced')) {
+      const toSynced = transitions.filter((l) => l.batchId === row.batchId && l.to === 'synced');
+      expect(toSynced).toHaveLength(1);
+      expect(toSynced[0]).toMatchObject({ classId: row.classId, from: 'link_enabled' });
+      expect(toSynced[0]!.jobId).toMatch(/^batch-/);
+    }
+    const failed = transitions.filter((l) => l.batchId === 'log-wrong-creds' && l.to === 'failed');
+    expect(failed).toHaveLength(1);
+  });
+});
