@@ -43,7 +43,9 @@ function createCluster(target: ClusterTarget, role: RedisRole, node: RedisOption
       ...(target.password === undefined ? {} : { password: target.password }),
       ...(target.tls ? { tls: {} } : {}),
     },
-    enableReadyCheck: true,
+    // A probe asks for the cluster's state itself and says what it is; ioredis' own ready check
+    // would instead reconnect in a loop while the cluster is down, and connect() would never settle.
+    enableReadyCheck: role !== 'probe',
     enableOfflineQueue: enableOfflineQueue ?? true,
     lazyConnect: lazyConnect ?? false,
     retryDelayOnFailover: 200,
