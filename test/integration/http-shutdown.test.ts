@@ -1,0 +1,87 @@
+// `classroom-sync worker` as a real process: two of them side by side with PORT=0, then SIGTERM:
+// intake stops at once, active jobs finish, the process exits 0, and nothing accepted is lost.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batchClasses } from '../../src/db/schema/index.ts';
+import { type RunningCli, killAllChildren, startCli } from '../helpers/cli.ts';
+import { createHarness, type Harness, waitFor } from '../helpers/harness.ts';
+import { BEARER, TOKEN, call } from './http-helpers.ts';
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  killAllChildren();
+  await h?.close();
+});
+
+const rows = () => h.runtime.database.db.select().from(batchClasses);
+
+function startWorkerCli(): RunningCli {
+  return startCli(['worker'], {
+    env: {
+      ...h.env,
+      API_TOKEN: TOKEN,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      NODE_ENV: 'production',
+      RECONCILE_EVERY: '0',
+      SYNC_CONCURRENCY: '2',
+      SHUTDOWN_GRACE: '20s',
+    },
+    timeoutMs: 90_000,
+  });
+}
+
+async function urlOf(cli: RunningCli): Promise<string> {
+  const [line] = await cli.waitForOutput(/^\{.*"msg":"worker started".*\}$/m, 'worker started');
+  return (JSON.parse(line) as { url: string }).url;
+}
+
+describe('worker process', () => {
+  it('runs beside another worker on PORT=0; SIGTERM stops intake, finishes active jobs and exits 0', async () => {
+    const a = startWorkerCli();
+    const b = startWorkerCli();
+    const [urlA, urlB] = await Promise.all([urlOf(a), urlOf(b)]);
+    expect(urlA).not.toBe(urlB);
+    for (const url of [urlA, urlB]) expect((await call(`${url}/readyz`)).status).toBe(200);
+
+    // Slow remote: each call takes 400 ms, so jobs are mid-flight when the signal arrives.
+    h.sandbox.faults.set({ latencyMs: 400 });
+    const events = Array.from({ length: 12 }, (_, i) => ({ batchId: `sd-${i}`, name: `Shutdown ${i}`, subject: 'Maths' }));
+    expect((await call(`${urlA}/v1/batches`, { method: 'POST', headers: BEARER, json: events })).status).toBe(202);
+    await waitFor(async () => (await rows()).some((r) => r.state === 'creating'), 'a job mid-flight');
+
+    a.signal('SIGTERM');
+    b.signal('SIGTERM');
+    const active = new Set((await rows()).filter((r) => r.leaseOwner !== null).map((r) => r.batchId));
+    expect(active.size).toBeGreaterThan(0);
+    // Intake stops: new connections are refused while the active jobs are still finishing.
+    await waitFor(async () => (await fetch(`${urlA}/healthz`).then(() => false, () => true)), 'port A closed', 5_000);
+
+    const [resultA, resultB] = await Promise.all([a.result, b.result]);
+    expect(resultA.code, resultA.stderr).toBe(0);
+    expect(resultB.code, resultB.stderr).toBe(0);
+    expect(resultA.stdout).toMatch(/"msg":"worker stopped"/);
+
+    // Every job that was running finished its batch; the rest wait untouched, none half-done.
+    const after = await rows();
+    for (const row of after) {
+      if (active.has(row.batchId)) expect(row.state, row.batchId).toBe('synced');
+      else expect(['pending', 'synced'], row.batchId).toContain(row.state);
+      expect(row.leaseOwner, row.batchId).toBeNull();
+    }
+    expect(after.some((r) => r.state === 'pending')).toBe(true);
+
+    // A fresh worker picks up what was left: every accepted batch ends synced, with one class each.
+    h.sandbox.faults.set({});
+    const c = startWorkerCli();
+    await urlOf(c);
+    await waitFor(async () => (await rows()).every((r) => r.state === 'synced'), 'all synced after restart', 60_000);
+    for (const e of events) expect(h.sandbox.state().byName[e.name], e.name).toBe(1);
+    c.signal('SIGTERM');
+    expect((await c.result).code).toBe(0);
+  });
+});
