@@ -1,5 +1,9 @@
 // The package as the integrator's Node code uses it: everything imported from src/index.ts (the
 // package's `exports`), end to end against the sandbox and a worker.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BATCH_STATES,
@@ -15,6 +19,7 @@ import {
 } from '../../src/index.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createHarness, type Harness, waitFor } from '../helpers/harness.ts';
+import { ROOT, killAllChildren, scratchDir } from '../helpers/cli.ts';
 
 let h: Harness;
 let sync: ClassroomSync;
@@ -30,6 +35,7 @@ beforeAll(async () => {
   worker = createSyncWorker(workerRuntime, { autoSweep: false });
 });
 afterAll(async () => {
+  killAllChildren();
   await worker?.close(5_000);
   await workerRuntime?.close();
   await sync?.close();
@@ -107,5 +113,28 @@ describe('library: createClassroomSync', () => {
     expect((await other.countByState()).synced).toBeGreaterThan(0);
     await other.close();
     await other.close();
+  });
+});
+
+describe('README: Using it from Node.js', () => {
+  it('the example runs as written (against this test database and queue), and its batch syncs', async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Using it from Node.js'));
+    const example = /```ts\n([^]*?)```/.exec(section)?.[1];
+    expect(example).toContain("from 'classroom-sync'");
+    // The package name resolves to src/index.ts, exactly as package.json `exports` says.
+    const file = join(scratchDir(), 'example.mts'); // .mts: an ES module (top-level await) outside any package
+    writeFileSync(file, example!.replace("from 'classroom-sync'", `from ${JSON.stringify(pathToFileURL(join(ROOT, 'src/index.ts')).href)}`));
+    const run = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), file], {
+      env: { PATH: process.env.PATH ?? '', ...h.env },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const mapping = await waitFor(async () => {
+      const view = await sync.getBatch('B-1001');
+      return view?.state === 'synced' ? view : undefined;
+    }, 'B-1001 from the README example synced');
+    expect(mapping.classId).toMatch(/^[0-9a-f]{24}$/);
   });
 });
