@@ -3,7 +3,7 @@
 import { once } from 'node:events';
 import type { FastifyBaseLogger, FastifyInstance, LogLevel } from 'fastify';
 import type { Database } from '../db/client.ts';
-import type { Redis } from '../redis.ts';
+import { type Redis, RedisNotReadyError, pingRedis as answers } from '../redis.ts';
 import { TimeoutError, withTimeout } from '../metrics/scrape.ts';
 
 export interface HealthDeps {
@@ -44,7 +44,8 @@ async function pingRedis(redis: Redis, timeoutMs: number): Promise<unknown> {
       throw new NotConnectedError(`redis connection is ${redis.status}`);
     });
   }
-  return redis.ping();
+  // On a cluster also wants cluster_state:ok: a node answers PING while its cluster is down.
+  return answers(redis);
 }
 
 class NotConnectedError extends Error {
@@ -63,6 +64,7 @@ async function probe(check: () => Promise<unknown>, timeoutMs: number, what: str
     log.warn({ err: error, dependency: what }, `readiness: ${what} is not answering`);
     if (error instanceof TimeoutError) return `no answer within ${timeoutMs} ms`;
     if (error instanceof NotConnectedError) return 'not connected';
+    if (error instanceof RedisNotReadyError) return error.message;
     const code = (error as { code?: unknown }).code;
     return typeof code === 'string' ? `failed (${code})` : 'failed';
   }
