@@ -191,6 +191,19 @@ describe('dashboard sign-in', () => {
   });
 });
 
+describe('dashboard retry-all', () => {
+  it('puts every failed sync batch back, and they sync', async () => {
+    h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'bodyRejected', count: 2 });
+    await post([{ batchId: 'ra-1', name: 'Retry all 1', subject: 'Art' }, { batchId: 'ra-2', name: 'Retry all 2', subject: 'Art' }]);
+    await waitFor(async () => (await rowOf(h, 'ra-1'))?.state === 'failed' && (await rowOf(h, 'ra-2'))?.state === 'failed', 'ra-* failed');
+    const answer = await call(`${url}/admin/queues/api/queues/batch-sync/retry/failed`, { method: 'PUT', headers: BEARER });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ retried: 2, skipped: 0 });
+    await waitFor(async () => (await rowOf(h, 'ra-1'))?.state === 'synced' && (await rowOf(h, 'ra-2'))?.state === 'synced', 'ra-* synced');
+    expect(await w.runtime.queue.getJobCounts('failed')).toEqual({ failed: 0 });
+  });
+});
+
 describe('without API_TOKEN', () => {
   it('serves probes and metrics, and answers 503 for the API and the dashboard', async () => {
     const config = configFor(h, { API_TOKEN: '' });
