@@ -62,9 +62,10 @@ function buildProgram(envFile: string | undefined): Command {
 
   program
     .command('worker')
-    .description('run sync jobs until SIGTERM/SIGINT (drains active jobs, then exits 0)')
-    .action(async () => {
-      await startWorkerProcess(getConfig());
+    .description('run sync jobs and serve the API, dashboard, /metrics and probes on PORT until SIGTERM/SIGINT (drains, then exits 0)')
+    .option('--metrics-auth', 'require API_TOKEN on /metrics too (default: /metrics is open, like most exporters)')
+    .action(async (opts: { metricsAuth?: boolean }) => {
+      await startWorkerProcess(getConfig(), { metricsAuth: opts.metricsAuth === true });
     });
 
   program

@@ -18,8 +18,8 @@ afterAll(async () => {
 
 const rows = () => h.runtime.database.db.select().from(batchClasses);
 
-function startWorkerCli(): RunningCli {
-  return startCli(['worker'], {
+function startWorkerCli(...flags: string[]): RunningCli {
+  return startCli(['worker', ...flags], {
     env: {
       ...h.env,
       API_TOKEN: TOKEN,
@@ -77,8 +77,10 @@ describe('worker process', () => {
 
     // A fresh worker picks up what was left: every accepted batch ends synced, with one class each.
     h.sandbox.faults.set({});
-    const c = startWorkerCli();
-    await urlOf(c);
+    const c = startWorkerCli('--metrics-auth');
+    const urlC = await urlOf(c);
+    expect((await call(`${urlC}/metrics`)).status).toBe(401);
+    expect((await call(`${urlC}/metrics`, { headers: BEARER })).status).toBe(200);
     await waitFor(async () => (await rows()).every((r) => r.state === 'synced'), 'all synced after restart', 60_000);
     for (const e of events) expect(h.sandbox.state().byName[e.name], e.name).toBe(1);
     c.signal('SIGTERM');
