@@ -70,11 +70,13 @@ interface Answer {
 export function createClassroomClient(settings: ClassroomSettings, hooks: ClassroomHooks = {}): ClassroomClient {
   const http = createHttp(settings);
 
-  async function call(
+  /** `interpret` runs inside the call, so an answer we cannot use is reported as the failure it is. */
+  async function call<T>(
     operation: ClassroomOperation,
     send: (signal: AbortSignal) => Promise<Response>,
     options: CallOptions = {},
-  ): Promise<Answer> {
+    interpret: (answer: Answer) => T,
+  ): Promise<T> {
     if (hooks.beforeCall) {
       try {
         await hooks.beforeCall(operation);
@@ -99,8 +101,9 @@ export function createClassroomClient(settings: ClassroomSettings, hooks: Classr
       httpStatus = response.status;
       const answer = await readAnswer(operation, response);
       bodyStatus = typeof answer.body.status === 'number' ? answer.body.status : undefined;
+      const result = interpret(answer);
       report({ operation, outcome: 'ok', httpStatus, bodyStatus, durationMs: performance.now() - started });
-      return answer;
+      return result;
     } catch (error) {
       const classified = error as ClassroomError;
       report({
@@ -118,16 +121,17 @@ export function createClassroomClient(settings: ClassroomSettings, hooks: Classr
   return {
     async addClass(input, options) {
       const json = { ...input.extra, name: input.name, subject: input.subject, instituteId: input.instituteId };
-      const answer = await call('addClass', (signal) => http.post(relative(settings.addClassPath), { json, signal }), options);
-      const classId = pickClassId(answer);
-      if (!isSafeId(classId)) {
-        // The class was probably created, but we cannot use this id: the caller must resolve by reading.
-        throw new OutcomeUnknownError(`addClass answered with an unusable class id: ${describeUnsafeId(classId)}`, {
-          operation: 'addClass',
-          httpStatus: answer.httpStatus,
-        });
-      }
-      return { classId, raw: answer.data };
+      return call('addClass', (signal) => http.post(relative(settings.addClassPath), { json, signal }), options, (answer) => {
+        const classId = pickClassId(answer);
+        if (!isSafeId(classId)) {
+          // The class was probably created, but we cannot use this id: the caller must resolve by reading.
+          throw new OutcomeUnknownError(`addClass answered with an unusable class id: ${describeUnsafeId(classId)}`, {
+            operation: 'addClass',
+            httpStatus: answer.httpStatus,
+          });
+        }
+        return { classId, raw: answer.data };
+      });
     },
 
     async enableJoinLink(classId, options) {
@@ -141,29 +145,30 @@ export function createClassroomClient(settings: ClassroomSettings, hooks: Classr
             signal,
           }),
         options,
+        () => undefined,
       );
     },
 
     async getClass(classId, options) {
       assertSafeId('getClass', classId);
-      const answer = await call(
+      return call(
         'getClass',
         (signal) => http.get(`user/v2/classes/${idSegment(classId)}`, { searchParams: { full: 'true' }, signal }),
         options,
+        (answer) => parseData('getClass', answer, classRecordSchema),
       );
-      return parseData('getClass', answer, classRecordSchema);
     },
 
     async listClasses(instituteId, query = {}, options) {
       assertSafeId('listClasses', instituteId);
       const searchParams: Record<string, string> = {};
       if (query.searchTerm) searchParams.searchTerm = query.searchTerm;
-      const answer = await call(
+      return call(
         'listClasses',
         (signal) => http.get(`institutes/${idSegment(instituteId)}/classes`, { searchParams, signal }),
         options,
+        (answer) => parseData('listClasses', answer, listingSchema),
       );
-      return parseData('listClasses', answer, listingSchema);
     },
   };
 }
