@@ -21,8 +21,13 @@ export function createDatabase(url: string, options: { max?: number; application
     connectionTimeoutMillis: 10_000,
     query_timeout: 30_000,
   });
-  // An idle client losing its server (Postgres restart) emits here; without a listener Node exits.
+  // A connection the server drops (restart, pg_terminate_backend) emits 'error'. The pool listens
+  // on idle clients only; a checked-out client between two statements of a transaction has no
+  // listener and would end the process. The query in flight still rejects, which is what we act on.
   pool.on('error', () => {});
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const db = drizzle(pool, { schema });
   let closed = false;
   return {

@@ -37,6 +37,7 @@ export async function ensureDatabase(url: string): Promise<boolean> {
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: 10_000 });
+  client.on('error', () => {}); // a dropped connection rejects the pending query; it must not end the process
   try {
     await client.connect();
   } catch (error) {

@@ -43,6 +43,8 @@ export interface ChaosReport {
   outcomeUnknown: { addClassErrors: number; resolutions: Record<string, number> };
   retriesPerBatch: { mean: number; max: number; histogram: Record<string, number> };
   kills: { single: number; fleetAfterAddClass: number; processesKilled: number };
+  /** Worker processes that exited without being killed or stopped by the suite. */
+  crashes: { count: number; samples: string[] };
   redisRestarts: number;
   postgresConnectionsCut: number;
   timeToSyncedMs: { p50: number; p95: number; max: number };
@@ -109,7 +111,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     if (!outcomes.every((o) => o.ok)) throw new Error('the suite published an invalid event');
     // Each disruption waits for its share of progress, so every one meets work in flight.
     for (const action of chaosPlan(options, random)) {
-      await waitForProgress(runtime, Math.floor(action.progress * options.n));
+      await waitForProgress(runtime, Math.floor(action.progress * options.n), respawn);
       await sleep(action.delayMs);
       if (action.kind === 'single') {
         const victims = alive();
@@ -147,7 +149,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       await sleep(200);
     }
     await Promise.all(workers.map((w) => w.stop()));
-    return await buildReport({ options, runtime, sandbox, lines, kills, redisRestarts, postgresConnectionsCut, started });
+    const crashed = workers.filter((w) => !w.stoppedByUs);
+    const crashes = { count: crashed.length, samples: crashed.slice(0, 3).map((w) => w.stderrTail) };
+    return await buildReport({
+      crashes, options, runtime, sandbox, lines, kills, redisRestarts, postgresConnectionsCut, started });
   } finally {
     for (const w of workers) w.kill9();
     await runtime.close();
@@ -173,11 +178,23 @@ function chaosPlan(options: ChaosOptions, random: () => number): Action[] {
   return plan.sort((a, b) => a.progress - b.progress);
 }
 
-async function waitForProgress(runtime: ReturnType<typeof createRuntime>, synced: number): Promise<void> {
+/** Waits until `synced` batches are done, keeping the fleet at strength; fails if progress stops. */
+async function waitForProgress(runtime: ReturnType<typeof createRuntime>, synced: number, respawn: () => void): Promise<void> {
+  let last = -1;
+  let lastChange = Date.now();
   for (;;) {
     const [row] = await runtime.database.db.select({ n: count() }).from(batchClasses).where(eq(batchClasses.state, 'synced'));
-    if (Number(row?.n ?? 0) >= synced) return;
-    await sleep(50);
+    const done = Number(row?.n ?? 0);
+    if (done >= synced) return;
+    if (done !== last) {
+      last = done;
+      lastChange = Date.now();
+    } else if (Date.now() - lastChange > 90_000) {
+      const states = await runtime.database.db.select({ state: batchClasses.state, n: count() }).from(batchClasses).groupBy(batchClasses.state);
+      throw new Error(`no progress for 90 s at ${done}/${synced} synced; states ${JSON.stringify(states)}`);
+    }
+    respawn();
+    await sleep(100);
   }
 }
 
@@ -209,6 +226,7 @@ async function cutPostgres(databaseName: string): Promise<number> {
 }
 
 interface ReportInput {
+  crashes: ChaosReport['crashes'];
   options: ChaosOptions;
   runtime: ReturnType<typeof createRuntime>;
   sandbox: Awaited<ReturnType<typeof startSandbox>>;
@@ -257,6 +275,7 @@ async function buildReport(input: ReportInput): Promise<ChaosReport> {
       histogram,
     },
     kills: input.kills,
+    crashes: input.crashes,
     redisRestarts: input.redisRestarts,
     postgresConnectionsCut: input.postgresConnectionsCut,
     timeToSyncedMs: { p50: pct(0.5), p95: pct(0.95), max: times[times.length - 1] ?? 0 },
@@ -279,6 +298,7 @@ export function printReport(report: ChaosReport, file = 'test-results/fault-repo
     ['faults injected', JSON.stringify(report.faultsInjected)],
     ['retries per batch: mean / max', `${report.retriesPerBatch.mean} / ${report.retriesPerBatch.max}`],
     ['SIGKILLs: single / fleet-after-add-class / processes', `${report.kills.single} / ${report.kills.fleetAfterAddClass} / ${report.kills.processesKilled}`],
+    ['worker crashes (exits not caused by the suite)', String(report.crashes.count)],
     ['Redis restarts (data lost) / Postgres connections cut', `${report.redisRestarts} / ${report.postgresConnectionsCut}`],
     ['time to synced p50 / p95 / max (ms)', `${report.timeToSyncedMs.p50} / ${report.timeToSyncedMs.p95} / ${report.timeToSyncedMs.max}`],
     ['wall time (s)', (report.wallMs / 1000).toFixed(1)],

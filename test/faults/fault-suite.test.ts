@@ -11,6 +11,7 @@ it(`exactly one class per batch for ${n} batches under faults, kills, a Redis wi
   const report = await runChaos({ n, workers: 3, kills, seed, faultRate: 0.15, timeoutMs: 180_000 });
   printReport(report);
   expect(report.duplicates).toBe(0);
+  expect(report.crashes).toEqual({ count: 0, samples: [] });
   expect(report.lost).toBe(0);
   expect(report.failed).toBe(0);
   expect(report.synced + report.needsReview.length).toBe(n);
@@ -21,4 +22,4 @@ it(`exactly one class per batch for ${n} batches under faults, kills, a Redis wi
   expect(report.postgresConnectionsCut).toBeGreaterThan(0);
   // The sandbox holds one class per synced batch plus any needs_review evidence, nothing more.
   expect(report.remoteClasses).toBeLessThanOrEqual(n + report.needsReview.length);
-}, 400_000);
+}, 900_000);

@@ -72,6 +72,10 @@ export interface WorkerLine {
 export class WorkerProcess {
   private child: ChildProcess;
   private buffer = '';
+  /** The last 2 kB the process wrote to stderr (why it died, when it died on its own). */
+  stderrTail = '';
+  /** True once the suite itself killed or stopped it; any other exit is a crash. */
+  stoppedByUs = false;
   readonly exited: Promise<number | null>;
 
   constructor(env: Record<string, string>, onLine: (line: WorkerLine) => void) {
@@ -89,7 +93,9 @@ export class WorkerProcess {
         }
       }
     });
-    this.child.stderr!.resume();
+    this.child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      this.stderrTail = (this.stderrTail + chunk).slice(-2_000);
+    });
     this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
   }
 
@@ -98,11 +104,13 @@ export class WorkerProcess {
   }
 
   kill9(): void {
+    this.stoppedByUs = true;
     if (this.alive) this.child.kill('SIGKILL');
   }
 
   async stop(timeoutMs = 15_000): Promise<number | null> {
     if (!this.alive) return this.child.exitCode;
+    this.stoppedByUs = true;
     this.child.kill('SIGTERM');
     const timer = setTimeout(() => this.kill9(), timeoutMs);
     const code = await this.exited;
