@@ -49,6 +49,7 @@ export interface RateLimiterOptions {
 }
 
 const HEADROOM = 0.98;
+const LATE_TOLERANCE_MS = 25;
 
 type ReserveFn = (key: string, interval: number, pauseUntil: number, maxWait: number) => Promise<number>;
 
@@ -63,13 +64,20 @@ export function createRateLimiter({ redis, key, callsPerMinute, maxWaitMs = 30_0
 
   return {
     async acquire() {
-      const wait = Number(await reserve(key, interval, 0, maxWaitMs));
-      if (wait < 0) throw new RateLimitWaitTooLongError(`rate limit: next free slot is more than ${maxWaitMs} ms away`);
-      if (wait > 0) {
+      let waited = 0;
+      for (let tries = 0; ; tries += 1) {
+        const wait = Number(await reserve(key, interval, 0, maxWaitMs));
+        if (wait < 0) throw new RateLimitWaitTooLongError(`rate limit: next free slot is more than ${maxWaitMs} ms away`);
+        if (wait === 0) return waited;
         onWait?.(wait);
+        const due = performance.now() + wait;
         await new Promise((resolve) => setTimeout(resolve, wait));
+        waited += wait;
+        // A stalled process wakes many callers at once, their slots long past: sent together they
+        // would arrive as a burst. A caller that overslept its slot by more than one interval
+        // takes a fresh slot instead (bounded, so it cannot starve).
+        if (performance.now() - due <= Math.max(interval, LATE_TOLERANCE_MS) || tries >= 3) return waited;
       }
-      return wait;
     },
     async pause(ms) {
       const time = await redis.time();

@@ -16,8 +16,10 @@ afterEach(async () => {
 
 describe('shared rate limit', () => {
   it('two worker runtimes together stay under the remote limit: no 429 from a strict sliding-window remote', async () => {
-    // Remote: 40 calls per sliding second. Ours: 30 per second (1,800/min), shared by both runtimes.
-    const h = await createHarness({ CLASSROOM_RATE_LIMIT_PER_MINUTE: '1800', SYNC_CONCURRENCY: '16' });
+    // Remote: 40 calls per sliding second. Ours: 20 per second (1,200/min), shared by both runtimes.
+    // The margin is for this test's machine, not the product: the sandbox shares the test process's
+    // event loop, so a CPU stall on a loaded CI box delivers several slots' calls at once.
+    const h = await createHarness({ CLASSROOM_RATE_LIMIT_PER_MINUTE: '1200', SYNC_CONCURRENCY: '16' });
     cleanup.push(() => h.close());
     h.sandbox.faults.set({ rateLimitPerMinute: 40, rateLimitWindowMs: 1_000 });
     const second = createRuntime(h.config, { logger: createLogger({ level: 'silent' }) });
