@@ -246,9 +246,13 @@ class BatchRun {
     }
     if (isClassroomError(error) && error.kind === 'rejected') {
       const from = this.row.state; // release() moves this.row on to `failed`
-      await this.release({ state: 'failed', failedAt: sql`now()`, lastError: message, lastErrorKind: kind });
-      this.log.warn({ err: error, from, to: 'failed', classId: this.row.classId }, `batch failed: ${message}`);
-      return new PermanentSyncError(message, { cause: error });
+      // A refusal need not say what was refused (an unknown institute is "instituteId: not an
+      // institute..."): the stored reason names the institute or class the call was about.
+      const [what, id] = error.operation === 'addClass' || error.operation === 'listClasses' ? ['institute', this.row.instituteId] : ['class', this.row.classId];
+      const reason = id && !message.includes(id) ? `${message} (${what} ${id})` : message;
+      await this.release({ state: 'failed', failedAt: sql`now()`, lastError: reason, lastErrorKind: kind });
+      this.log.warn({ err: error, from, to: 'failed', classId: this.row.classId }, `batch failed: ${reason}`);
+      return new PermanentSyncError(reason, { cause: error });
     }
     this.log.warn({ err: error, state: this.row.state }, `attempt failed, will retry: ${message}`);
     await this.release({ lastError: message, lastErrorKind: kind });
