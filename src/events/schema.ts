@@ -26,6 +26,8 @@ export const batchCreatedSchema = z
     instituteId: z
       .string()
       .regex(/^[A-Za-z0-9._~-]{1,128}$/, 'must be 1-128 letters, digits, ".", "_", "~" or "-"')
+      // The client never puts "." or ".." in a URL path (isSafeId), so such a batch could not be settled.
+      .refine((id) => id !== '.' && id !== '..', 'must not be "." or ".."')
       .optional(),
   })
   .transform((event, ctx) => {
