@@ -60,10 +60,10 @@ describe('logs', () => {
     expect((await post(good.url, events)).status).toBe(202);
 
     // Wrong remote credentials: the remote answers 401, the batch fails as rejected.
-    const wrong = await worker({ CLASSROOM_API_KEY: WRONG_KEY, CLASSROOM_X_API_KEY: WRONG_X_KEY, QUEUE_PREFIX: `${h.config.queuePrefix}-wrong` });
+    const wrong = await worker({ CLASSROOM_API_KEY: WRONG_KEY, CLASSROOM_X_API_KEY: WRONG_X_KEY, QUEUE_PREFIX: `${h.config.queuePrefix}-wrong`, SYNC_CONCURRENCY: '2' });
     expect((await post(wrong.url, { batchId: 'log-wrong-creds', name: 'Wrong creds', subject: 'Maths' })).status).toBe(202);
     // An unreachable remote: connection refused, surfaced through the HTTP client's own error as `cause`.
-    const down = await worker({ CLASSROOM_BASE_URL: `http://127.0.0.1:${await closedPort()}`, SYNC_ATTEMPTS: '2', QUEUE_PREFIX: `${h.config.queuePrefix}-down` });
+    const down = await worker({ CLASSROOM_BASE_URL: `http://127.0.0.1:${await closedPort()}`, SYNC_ATTEMPTS: '2', QUEUE_PREFIX: `${h.config.queuePrefix}-down`, SYNC_CONCURRENCY: '2' });
     expect((await post(down.url, { batchId: 'log-unreachable', name: 'Unreachable', subject: 'Maths' })).status).toBe(202);
 
     // Requests carrying credentials, right and wrong, to every kind of route.
