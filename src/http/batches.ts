@@ -5,6 +5,7 @@
 // client to parse per-item results to learn what to resend; since re-posting is harmless (one row
 // and one job per batch), "fix and resend the whole array" is the simplest correct client.
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { readTimeline } from '../audit/events.ts';
 import { findBatch, viewOf } from '../commands/status.ts';
 import { type PublishDeps, publishBatches } from '../events/publish.ts';
 import { parseBatchCreated } from '../events/schema.ts';
@@ -54,6 +55,20 @@ export function registerBatchRoutes(app: FastifyInstance, deps: BatchRoutesDeps)
       return reply.code(404).send({ error: 'not_found', message: `batch ${params.data.batchId} of institute ${instituteId} is not known` });
     }
     return viewOf(row);
+  });
+
+  app.get('/v1/batches/:batchId/events', async (request, reply) => {
+    const params = batchIdParamSchema.safeParse(request.params);
+    const query = oneQuerySchema.safeParse(request.query);
+    if (!params.success || !query.success) {
+      return badRequest(reply, [...(params.success ? [] : problemsOf(params.error)), ...(query.success ? [] : problemsOf(query.error))]);
+    }
+    const instituteId = query.data.instituteId ?? deps.defaultInstituteId;
+    const events = await readTimeline(db, instituteId, params.data.batchId);
+    if (!events) {
+      return reply.code(404).send({ error: 'not_found', message: `batch ${params.data.batchId} of institute ${instituteId} is not known` });
+    }
+    return { batchId: params.data.batchId, instituteId, events };
   });
 
   app.get('/v1/batches', async (request, reply) => {
