@@ -8,7 +8,7 @@ import { type Database, createDatabase } from './db/client.ts';
 import { type Logger, createLogger } from './logger.ts';
 import { type RateLimiter, createRateLimiter } from './ratelimit/limiter.ts';
 import { type Redis, createRedis } from './redis.ts';
-import { type SyncQueue, createSyncQueue } from './sync/queue.ts';
+import { type SyncQueue, createSyncQueue, settleQueue } from './sync/queue.ts';
 import { createHash } from 'node:crypto';
 
 export interface Runtime {
@@ -61,6 +61,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     classroom,
     workerId,
     async close() {
+      await settleQueue(queue);
       await queue.close().catch(() => {});
       // quit() waits for queued commands, which never run while Redis is unreachable: bound it.
       const quit = redis.quit().then(() => true, () => false);

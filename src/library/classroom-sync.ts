@@ -9,7 +9,7 @@ import { type AcceptedBatch, type PublishDeps, type PublishOutcome, publishBatch
 import type { BatchCreatedInput } from '../events/schema.ts';
 import { type Logger, createLogger } from '../logger.ts';
 import { createRedis } from '../redis.ts';
-import { type SyncQueue, createSyncQueue } from '../sync/queue.ts';
+import { createSyncQueue, settleQueue } from '../sync/queue.ts';
 import type { BatchView } from '../commands/status.ts';
 import { type BatchPage, type ListBatchesQuery, getBatch, listBatches } from './mappings.ts';
 
@@ -58,7 +58,7 @@ export function createClassroomSync(config: Config = loadConfig(), options: Clas
     countByState: () => countByState(database.db),
     close() {
       closing ??= (async () => {
-        await settle(queue);
+        await settleQueue(queue);
         await queue.close().catch(() => {});
         await redis.quit().catch(() => redis.disconnect());
         await database.close();
@@ -66,18 +66,4 @@ export function createClassroomSync(config: Config = loadConfig(), options: Clas
       return closing;
     },
   };
-}
-
-/**
- * Right after creation BullMQ is still loading its scripts on the connection; quitting under it
- * rejects those commands where nobody can catch them. Waits for that, but not for a Redis that is
- * down (it would never come).
- */
-async function settle(queue: SyncQueue, boundMs = 2_000): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, boundMs);
-  });
-  await Promise.race([queue.waitUntilReady().then(() => {}, () => {}), bound]);
-  clearTimeout(timer);
 }

@@ -35,3 +35,17 @@ export function createSyncQueue({ connection, prefix, attempts }: SyncQueueOptio
 export function syncJob(key: BatchKey) {
   return { name: key.batchId.slice(0, 200), data: { instituteId: key.instituteId, batchId: key.batchId }, opts: { jobId: jobIdFor(key) } };
 }
+
+/**
+ * Right after creation BullMQ is still loading its scripts on the connection; quitting under it
+ * rejects those commands where nobody can catch them. Waits for that, but not for a Redis that is
+ * down (it would never come).
+ */
+export async function settleQueue(queue: SyncQueue, boundMs = 2_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, boundMs);
+  });
+  await Promise.race([queue.waitUntilReady().then(() => {}, () => {}), bound]);
+  clearTimeout(timer);
+}
