@@ -1,6 +1,7 @@
 // What REDIS_URL names: one Redis server (redis://, rediss://) or a Redis Cluster
 // (redis+cluster://, rediss+cluster://) given by a comma-separated list of seed nodes. Pure
 // parsing, shared by config validation and the connection factory.
+import { redactUrl } from './urls.ts';
 
 export interface ClusterTarget {
   /** Seed nodes; the client learns the rest of the cluster from any one of them. */
@@ -103,11 +104,5 @@ export function redactRedisUrl(url: string): string {
     if (at < start || colon < 0 || colon > at) return url;
     return `${url.slice(0, colon)}:***${url.slice(at)}`;
   }
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '<unparseable url>';
-  }
+  return redactUrl(url);
 }

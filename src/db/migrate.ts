@@ -4,6 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { createDatabase } from './client.ts';
+import { redactUrl } from '../urls.ts';
+
+export { redactUrl };
 
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations', import.meta.url));
 const MIGRATION_LOCK = 7_316_024_001;
@@ -16,16 +19,6 @@ export class DatabaseUnreachableError extends Error {
         'Start it (e.g. `docker compose up -d postgres`) or set DATABASE_URL, then run the command again.',
       { cause },
     );
-  }
-}
-
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '<unparseable url>';
   }
 }
 
