@@ -1,5 +1,6 @@
 // A local stand-in for the remote Classroom Management Service: the spec's four operations, the
 // live service's variations (configurable), ground truth for tests, and reproducible faults.
+import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
@@ -116,6 +117,8 @@ function buildContext(options: SandboxOptions, linkBase: () => string) {
   let seed = options.seed ?? freshSeed();
   const clock = options.clock ?? Date.now;
   const closing = new AbortController();
+  // Every request in its latency sleep listens on this signal; hundreds at once are normal here.
+  setMaxListeners(0, closing.signal);
   const store = createStore({ instituteIds: options.instituteIds, seed, clock, linkBase });
   const faults = createFaultController(options.faults ?? {}, seed);
   const stats = createStats();
