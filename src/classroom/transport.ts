@@ -27,6 +27,10 @@ export function transportError(
     });
   }
   const code = errorCode(error);
+  // fetch refuses some URLs before opening a socket (e.g. a blocked port: cause "bad port").
+  if ((error as { cause?: { message?: string } })?.cause?.message === 'bad port') {
+    return new NotSentError(`${operation} not sent: fetch refuses this port (set CLASSROOM_BASE_URL to a usable port)`, { operation, cause: error });
+  }
   if (code && NOT_SENT_CODES.has(code)) {
     return new NotSentError(`${operation} not sent: cannot connect (${code})`, { operation, cause: error });
   }

@@ -97,3 +97,12 @@ describe('classroom client', () => {
     expect(text).not.toContain(Buffer.from(`${base.classroom.userId}:${base.classroom.apiKey}`).toString('base64'));
   });
 });
+
+describe('classroom client, requests that never leave', () => {
+  it('a base URL on a port fetch refuses is not sent, and says so', async () => {
+    const blocked = createClassroomClient({ ...base.classroom, baseUrl: 'http://127.0.0.1:1' });
+    const error = await blocked.addClass({ name: 'x', subject: 'y', instituteId: institute }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotSentError);
+    expect((error as Error).message).toMatch(/refuses this port/);
+  });
+});
