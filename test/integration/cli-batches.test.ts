@@ -1,0 +1,86 @@
+// The batch commands as a user runs them: enqueue (NDJSON from stdin and from a file), status, retry.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSyncWorker, type SyncWorker } from '../../src/sync/worker.ts';
+import { createHarness, type Harness, waitFor } from '../helpers/harness.ts';
+import { killAllChildren, runCli } from '../helpers/cli.ts';
+import { findBatch } from '../../src/commands/status.ts';
+
+let h: Harness;
+let worker: SyncWorker;
+
+beforeAll(async () => {
+  h = await createHarness();
+  worker = createSyncWorker(h.runtime, { autoSweep: false });
+});
+afterAll(async () => {
+  killAllChildren();
+  await worker?.close(5_000);
+  await h?.close();
+});
+
+const batch = (batchId: string) => findBatch(h.runtime.database.db, h.config.classroom.instituteId, batchId);
+
+describe('classroom-sync enqueue / status / retry', () => {
+  it('enqueue reads NDJSON from stdin, reports each bad line with its number and reason, exits 1', async () => {
+    const stdin = [
+      JSON.stringify({ batchId: 'cli-1', name: 'CLI one', subject: 'Maths' }),
+      '{"batchId": "cli-2", "name": "broken"',
+      '',
+      JSON.stringify({ batchId: 'cli-3', subject: 'Maths' }),
+      JSON.stringify({ batchId: 'cli-4', name: 'CLI four', subject: 'Maths' }),
+    ].join('\n');
+    const result = await runCli(['enqueue'], { env: h.env, stdin });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^line 2: \(line\) is not valid JSON/m);
+    expect(result.stderr).toMatch(/^line 4: name is required$/m);
+    expect(result.stdout).toMatch(/accepted 2 \(0 already known\), rejected 2/);
+    await waitFor(async () => (await batch('cli-1'))?.state === 'synced' && (await batch('cli-4'))?.state === 'synced', 'cli-1 and cli-4 synced');
+    expect(await batch('cli-3')).toBeUndefined();
+  });
+
+  it('enqueue from a file exits 0 when every line is valid, and re-enqueueing is harmless', async () => {
+    const file = join(tmpdir(), `cs-enqueue-${process.pid}.ndjson`);
+    writeFileSync(file, `${JSON.stringify({ batchId: 'cli-5', name: 'CLI five', subject: 'Art' })}\n`);
+    expect((await runCli(['enqueue', file], { env: h.env })).code).toBe(0);
+    const again = await runCli(['enqueue', file], { env: h.env });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/accepted 1 \(1 already known\), rejected 0/);
+    await waitFor(async () => (await batch('cli-5'))?.state === 'synced', 'cli-5 synced');
+    expect(h.sandbox.state().byName['CLI five']).toBe(1);
+  });
+
+  it('status prints counts by state, one batch with a masked link, and JSON', async () => {
+    const counts = JSON.parse((await runCli(['status', '--json'], { env: h.env })).stdout) as Record<string, number>;
+    expect(counts.synced).toBeGreaterThanOrEqual(3);
+    const one = await runCli(['status', 'cli-1'], { env: h.env });
+    const row = await batch('cli-1');
+    expect(one.stdout).toMatch(/state\s+synced/);
+    expect(one.stdout).toContain(row!.classId!);
+    expect(one.stdout).not.toContain(row!.joinLink!);
+    const shown = await runCli(['status', 'cli-1', '--show-link'], { env: h.env });
+    expect(shown.stdout).toContain(row!.joinLink!);
+    const missing = await runCli(['status', 'nope'], { env: h.env });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/batch nope is not known/);
+  });
+
+  it('retry --failed puts failed batches back; they sync with one class each', async () => {
+    h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'bodyRejected', count: 2 });
+    const stdin = ['cli-6', 'cli-7'].map((id) => JSON.stringify({ batchId: id, name: `CLI ${id}`, subject: 'Art' })).join('\n');
+    expect((await runCli(['enqueue'], { env: h.env, stdin })).code).toBe(0);
+    await waitFor(async () => (await batch('cli-6'))?.state === 'failed' && (await batch('cli-7'))?.state === 'failed', 'both failed');
+    const result = await runCli(['retry', '--failed'], { env: h.env });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/cli-6: failed → pending \(queued\)/);
+    expect(result.stdout).toMatch(/2 batch\(es\) put back/);
+    await waitFor(async () => (await batch('cli-6'))?.state === 'synced' && (await batch('cli-7'))?.state === 'synced', 'both synced');
+    expect(h.sandbox.state().byName['CLI cli-6']).toBe(1);
+    const unknown = await runCli(['retry', 'nobody'], { env: h.env });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/nobody: not known/);
+    expect((await runCli(['retry'], { env: h.env })).code).toBe(2);
+  });
+});
