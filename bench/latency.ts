@@ -1,0 +1,184 @@
+// Latency bound: with a slow remote and no rate limit, does one worker process keep C calls in
+// flight (throughput near C / (3·L)), and how long does a batch take from event to `synced`?
+//
+//   npm run bench:latency                               # L = 100 ms, C = 64
+//   npm run bench:latency -- --latency 200 --concurrency 32 --batches 2000
+//
+// The sandbox (own process) answers every call after L ms and admits any rate. One
+// `classroom-sync worker` process runs with SYNC_CONCURRENCY=C (its limiter set far above the load).
+//   1. Throughput: N batches published at once; the slope of the synced count (sampled every
+//      250 ms from PostgreSQL) between 10 % and 90 % of N, against the ideal C / (3·L).
+//   2. Time to synced: batches published at a steady rate of half the throughput measured in 1
+//      (so none waits for a free job slot) for 10 s; synced_at − received_at of each, from
+//      batch_classes (both PostgreSQL's clock). Phase 1's figures are printed too: there every batch
+//      also queues behind the ones published with it.
+import type pg from 'pg';
+import { loadConfig } from '../src/config.ts';
+import { type PublishDeps, publishBatches } from '../src/events/publish.ts';
+import { createLogger } from '../src/logger.ts';
+import { createRuntime } from '../src/runtime.ts';
+import { startSandboxProcess, startWorkerProcess } from './support/processes.ts';
+import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round, steadyRate } from './support/report.ts';
+import { benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';
+
+const PHASE2_SECONDS = 10;
+
+async function main(): Promise<void> {
+  const latencyMs = numberSetting('--latency', 'BENCH_LATENCY_MS', 100);
+  const concurrency = numberSetting('--concurrency', 'BENCH_CONCURRENCY', 64);
+  const batches = numberSetting('--batches', 'BENCH_BATCHES', 3_000);
+  const machine = machineAtStart();
+  const scratch = await createScratch('latency');
+  const sandbox = await startSandboxProcess(['--latency', String(latencyMs)], scratch.env);
+  const pool = scratchPool(scratch);
+  try {
+    const env = { ...scratch.env, CLASSROOM_BASE_URL: sandbox.url, SYNC_CONCURRENCY: String(concurrency), CLASSROOM_RATE_LIMIT_PER_MINUTE: '1000000' };
+    const worker = await startWorkerProcess(env);
+    const config = loadConfig(env);
+    const runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
+    const deps: PublishDeps = { db: runtime.database.db, queue: runtime.queue, logger: runtime.logger, defaults: { instituteId: config.classroom.instituteId, classNameTemplate: config.classroom.classNameTemplate } };
+    try {
+      const ideal = concurrency / ((3 * latencyMs) / 1000);
+      const saturated = await throughputPhase(deps, pool, batches);
+      const rate = saturated.perSecond / 2;
+      const steady = await steadyPhase(deps, pool, rate);
+      const state = await sandbox.state();
+      report({ machine, latencyMs, concurrency, batches, ideal, saturated, rate, steady, remoteCalls: state.calls.totalCalls });
+    } finally {
+      await runtime.close();
+      await worker.stop();
+    }
+  } finally {
+    await pool.end();
+    await sandbox.stop();
+    await scratch.drop();
+  }
+}
+
+interface Phase {
+  perSecond: number;
+  synced: number;
+  unfinished: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}
+
+async function throughputPhase(deps: PublishDeps, pool: pg.Pool, n: number): Promise<Phase> {
+  const events = benchEvents('sat', n);
+  for (let i = 0; i < n; i += 1_000) await publishBatches(deps, events.slice(i, i + 1_000));
+  const samples: { t: number; count: number }[] = [];
+  const deadline = performance.now() + 5 * 60_000;
+  let synced = 0;
+  while (performance.now() < deadline) {
+    const t = performance.now();
+    synced = await countSynced(pool, 'sat-%');
+    samples.push({ t, count: synced });
+    if ((await countTerminal(pool, 'sat-%')) >= n) break;
+    await sleep(Math.max(0, 250 - (performance.now() - t)));
+  }
+  return { perSecond: steadyRate(samples), synced, unfinished: n - (await countTerminal(pool, 'sat-%')), ...(await timesToSynced(pool, 'sat-%')) };
+}
+
+/** Publishes at `rate` per second for PHASE2_SECONDS (small groups every 20 ms), then waits. */
+async function steadyPhase(deps: PublishDeps, pool: pg.Pool, rate: number): Promise<Phase & { published: number; publishSeconds: number }> {
+  const n = Math.max(50, Math.round(rate * PHASE2_SECONDS));
+  const events = benchEvents('steady', n);
+  const started = performance.now();
+  let published = 0;
+  while (published < n) {
+    const due = Math.min(n, Math.floor(((performance.now() - started) / 1000) * rate) + 1);
+    if (due > published) {
+      await publishBatches(deps, events.slice(published, due));
+      published = due;
+    }
+    await sleep(20);
+  }
+  const publishSeconds = (performance.now() - started) / 1000;
+  const deadline = performance.now() + 3 * 60_000;
+  while (performance.now() < deadline && (await countTerminal(pool, 'steady-%')) < n) await sleep(250);
+  return {
+    perSecond: n / publishSeconds,
+    published: n,
+    publishSeconds: round(publishSeconds, 1),
+    synced: await countSynced(pool, 'steady-%'),
+    unfinished: n - (await countTerminal(pool, 'steady-%')),
+    ...(await timesToSynced(pool, 'steady-%')),
+  };
+}
+
+async function countSynced(pool: pg.Pool, like: string): Promise<number> {
+  const { rows } = await pool.query<{ n: string }>(`select count(*) as n from batch_classes where state = 'synced' and batch_id like $1`, [like]);
+  return Number(rows[0]!.n);
+}
+
+async function countTerminal(pool: pg.Pool, like: string): Promise<number> {
+  const { rows } = await pool.query<{ n: string }>(`select count(*) as n from batch_classes where state in ('synced', 'failed', 'needs_review') and batch_id like $1`, [like]);
+  return Number(rows[0]!.n);
+}
+
+async function timesToSynced(pool: pg.Pool, like: string): Promise<{ p50Ms: number; p99Ms: number; maxMs: number }> {
+  const { rows } = await pool.query<{ ms: number }>(
+    `select extract(epoch from (synced_at - received_at)) * 1000 as ms from batch_classes where state = 'synced' and batch_id like $1`,
+    [like],
+  );
+  const values = rows.map((r) => Number(r.ms));
+  return { p50Ms: round(quantile(values, 0.5)), p99Ms: round(quantile(values, 0.99)), maxMs: round(Math.max(...values)) };
+}
+
+function report(r: {
+  machine: Machine;
+  latencyMs: number;
+  concurrency: number;
+  batches: number;
+  ideal: number;
+  saturated: Phase;
+  rate: number;
+  steady: Phase & { published: number; publishSeconds: number };
+  remoteCalls: number;
+}): void {
+  const ratio = r.saturated.perSecond / r.ideal;
+  const bound = 3 * r.latencyMs + 30;
+  const figures = {
+    latencyMs: r.latencyMs,
+    concurrency: r.concurrency,
+    batches: r.batches,
+    idealPerSecond: round(r.ideal, 1),
+    throughputPerSecond: round(r.saturated.perSecond, 1),
+    throughputRatio: round(ratio, 3),
+    saturated: { ...r.saturated, perSecond: round(r.saturated.perSecond, 1) },
+    steady: { ...r.steady, perSecond: round(r.steady.perSecond, 1) },
+    remoteCalls: r.remoteCalls,
+  };
+  publish({
+    bench: 'latency',
+    title: 'Latency bound (`bench/latency.ts`)',
+    command: `npm run bench:latency -- --latency ${r.latencyMs} --concurrency ${r.concurrency} --batches ${r.batches}`,
+    machine: machineAtEnd(r.machine),
+    figures,
+    rows: [
+      {
+        figure: 'batches per second ÷ C / (3·L)',
+        value: `${ratio.toFixed(3)} (${r.saturated.perSecond.toFixed(1)}/s of an ideal ${r.ideal.toFixed(1)}/s; ${r.batches} batches at once)`,
+        goal: '≥ 0.90',
+        met: ratio >= 0.9,
+      },
+      {
+        figure: 'event → synced p50, below saturation',
+        value: `${r.steady.p50Ms} ms (${r.steady.published} batches at ${r.steady.perSecond.toFixed(1)}/s)`,
+        goal: `≤ 3·L + 30 ms = ${bound} ms`,
+        met: r.steady.p50Ms <= bound,
+      },
+      { figure: 'event → synced p99, below saturation', value: `${r.steady.p99Ms} ms (max ${r.steady.maxMs} ms)` },
+      { figure: 'event → synced p50 / p99, all at once', value: `${r.saturated.p50Ms} / ${r.saturated.p99Ms} ms (queueing behind the others)` },
+      { figure: 'unfinished batches', value: String(r.saturated.unfinished + r.steady.unfinished) },
+    ],
+    notes: [
+      `Sandbox (\`classroom-sync sandbox --latency ${r.latencyMs}\`, its own process, no rate limit); one \`classroom-sync worker\` process with SYNC_CONCURRENCY=${r.concurrency} (CLASSROOM_RATE_LIMIT_PER_MINUTE=1000000: the limiter still takes its Redis round trip per call, but never waits).`,
+      `Throughput: ${r.batches} batches published at once; slope of the synced count (PostgreSQL, every 250 ms) between 10 % and 90 % of them.`,
+      `Time to synced: \`synced_at − received_at\` (both PostgreSQL's clock) of batches published at a steady ${r.steady.perSecond.toFixed(1)}/s (half the measured throughput, so no batch waits for a job slot) for ${PHASE2_SECONDS} s. It includes intake (insert, enqueue), the job pickup, the three calls of L ms each and the recovery-point writes between them.`,
+    ],
+  });
+}
+
+await main();

@@ -1,0 +1,110 @@
+// The processes a benchmark measures or talks to, each started through the real CLI
+// (`node bin/classroom-sync.js …`): a sandbox with its own clock and event loop, and workers.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { SandboxState } from '../../src/sandbox/index.ts';
+
+export const BIN = fileURLToPath(new URL('../../bin/classroom-sync.js', import.meta.url));
+
+/** `classroom-sync sandbox` on a free loopback port, with the given fault flags. */
+export interface SandboxProcess {
+  url: string;
+  /** `GET /__sandbox/state?classes=false`. */
+  state(): Promise<SandboxState>;
+  stop(): Promise<void>;
+}
+
+export async function startSandboxProcess(flags: readonly string[], env: Record<string, string>): Promise<SandboxProcess> {
+  const child = spawn(process.execPath, [BIN, 'sandbox', '--port', '0', '--host', '127.0.0.1', '--seed', '1', ...flags], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const url = await firstMatch(child, /sandbox listening on (http:\/\/\S+)/, 'sandbox', 30_000);
+  return {
+    url,
+    async state() {
+      const response = await fetch(`${url}/__sandbox/state?classes=false`);
+      const body = (await response.json()) as { data: SandboxState };
+      return body.data;
+    },
+    stop: () => stopChild(child),
+  };
+}
+
+/** A `classroom-sync worker` process (`PORT=0`); resolves once it logged `worker started`. */
+export interface WorkerChild {
+  url: string;
+  pid: number;
+  /** SIGTERM (drains), SIGKILL after 30 s. */
+  stop(): Promise<void>;
+}
+
+export async function startWorkerProcess(env: Record<string, string>): Promise<WorkerChild> {
+  const child = spawn(process.execPath, [BIN, 'worker'], {
+    // `worker started` is an info line; it carries the URL a PORT=0 worker got.
+    env: { ...process.env, ...env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: env.LOG_LEVEL === 'silent' ? 'info' : (env.LOG_LEVEL ?? 'info') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const url = await firstMatch(child, /"msg":"worker started"/, 'worker', 60_000, (line) => (JSON.parse(line) as { url: string }).url);
+  return { url, pid: child.pid!, stop: () => stopChild(child) };
+}
+
+/**
+ * Reads the child's stdout until a line matches; resolves with the first capture group (or what
+ * `pick` makes of the line). Keeps draining stdout afterwards so the child never blocks on a pipe.
+ */
+function firstMatch(child: ChildProcess, pattern: RegExp, what: string, timeoutMs: number, pick?: (line: string) => string): Promise<string> {
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-2_000);
+  });
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    let found = false;
+    const timer = setTimeout(() => fail(new Error(`${what} did not start within ${timeoutMs} ms`)), timeoutMs);
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(new Error(`${error.message}${stderr ? `\n${what} stderr: ${stderr}` : ''}`));
+    };
+    child.once('exit', (code) => {
+      if (!found) fail(new Error(`${what} exited with ${code} before it was ready`));
+    });
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      if (found) return;
+      buffer += chunk;
+      let nl: number;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        const match = pattern.exec(line);
+        if (!match) continue;
+        found = true;
+        clearTimeout(timer);
+        buffer = '';
+        resolve(pick ? pick(line) : match[1]!);
+        return;
+      }
+    });
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Sums of some series of a worker's `/metrics` (label sets added up), by metric name. */
+export async function scrapeSums(url: string, names: readonly string[]): Promise<Record<string, number>> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const sums: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
+  for (const line of text.split('\n')) {
+    const match = /^([a-z_:]+)(?:\{[^}]*\})? (\S+)$/.exec(line);
+    if (match && match[1]! in sums) sums[match[1]!]! += Number(match[2]);
+  }
+  return sums;
+}
