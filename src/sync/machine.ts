@@ -219,11 +219,17 @@ class BatchRun {
    */
   private async write(changes: BatchChanges, release = false, detail?: Record<string, unknown>): Promise<void> {
     const from = this.row.state;
-    this.row = await this.deps.db.transaction(async (tx) => {
-      const row = await fencedUpdate(tx, this.lease, this.deps.settings.leaseMs, changes, { release });
-      await appendEvents(tx, row.id, this.takeEvents(from, row, detail));
-      return row;
-    });
+    const { leaseMs } = this.deps.settings;
+    // Nothing to record (no call since the last write, no state change: the lease touch before a
+    // call): the fenced UPDATE alone is atomic, and BEGIN/COMMIT would be two more round trips.
+    const recordsNothing = this.journal.length === 0 && changes.state === undefined;
+    this.row = recordsNothing
+      ? await fencedUpdate(this.deps.db, this.lease, leaseMs, changes, { release })
+      : await this.deps.db.transaction(async (tx) => {
+          const row = await fencedUpdate(tx, this.lease, leaseMs, changes, { release });
+          await appendEvents(tx, row.id, this.takeEvents(from, row, detail));
+          return row;
+        });
     if (this.row.state !== from) {
       this.log.info({ from, to: this.row.state, classId: this.row.classId, attempt: this.row.attempts }, `batch ${from} → ${this.row.state}`);
       this.deps.onTransition?.({ key: this.row, from, to: this.row.state, row: this.row });
