@@ -48,14 +48,18 @@ export async function publishBatches(deps: PublishDeps, inputs: readonly unknown
     if (parsed.ok) valid.push({ index, event: parsed.event });
     else outcomes[index] = { ok: false, index, problems: parsed.problems };
   });
-  for (let start = 0; start < valid.length; start += CHUNK) {
-    const chunk = valid.slice(start, start + CHUNK);
-    const accepted = await recordChunk(deps, chunk.map((v) => v.event));
-    chunk.forEach((v, i) => {
-      outcomes[v.index] = { ok: true, ...accepted[i]! };
-    });
-  }
+  const accepted = await publishParsed(deps, valid.map((v) => v.event));
+  valid.forEach((v, i) => {
+    outcomes[v.index] = { ok: true, ...accepted[i]! };
+  });
   return outcomes;
+}
+
+/** Records and enqueues events already validated by `parseBatchCreated` (the HTTP API validates first). */
+export async function publishParsed(deps: PublishDeps, events: readonly BatchCreated[]): Promise<AcceptedBatch[]> {
+  const accepted: AcceptedBatch[] = [];
+  for (let start = 0; start < events.length; start += CHUNK) accepted.push(...(await recordChunk(deps, events.slice(start, start + CHUNK))));
+  return accepted;
 }
 
 async function recordChunk(deps: PublishDeps, events: BatchCreated[]): Promise<AcceptedBatch[]> {

@@ -7,8 +7,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { readTimeline } from '../audit/events.ts';
 import { findBatch, viewOf } from '../commands/status.ts';
-import { type PublishDeps, publishBatches } from '../events/publish.ts';
-import { parseBatchCreated } from '../events/schema.ts';
+import { type PublishDeps, publishParsed } from '../events/publish.ts';
+import { type BatchCreated, parseBatchCreated } from '../events/schema.ts';
 import { type Problem, batchIdParamSchema, listMappings, listQuerySchema, oneQuerySchema, problemsOf } from './batch-query.ts';
 
 export const MAX_EVENTS_PER_POST = 1_000;
@@ -29,16 +29,12 @@ export function registerBatchRoutes(app: FastifyInstance, deps: BatchRoutesDeps)
     const isArray = Array.isArray(body);
     const events: unknown[] = isArray ? body : [body];
     const problems = isArray ? arrayProblems(events) : [];
-    if (problems.length === 0) problems.push(...eventProblems(events, isArray, deps.publish.defaults.instituteId));
+    const parsed = problems.length === 0 ? parseEvents(events, isArray, deps.publish.defaults.instituteId) : { valid: [], problems: [] };
+    problems.push(...parsed.problems);
     if (problems.length > 0) return badRequest(reply, problems, 'nothing was accepted; fix these and post again (re-posting is harmless)');
 
-    const outcomes = await publishBatches(deps.publish, events);
-    const batches = outcomes.map((outcome) => {
-      // Validated above with the same rules, so every outcome is an accepted batch.
-      if (!outcome.ok) throw new Error(`event ${outcome.index} was rejected after validation`);
-      const { ok: _ok, ...accepted } = outcome;
-      return accepted;
-    });
+    // Parsed once: the events recorded are the ones validated above.
+    const batches = await publishParsed(deps.publish, parsed.valid);
     request.log.info({ accepted: batches.length, duplicates: batches.filter((b) => b.duplicate).length }, 'batches accepted');
     return reply.code(202).send({ batches });
   });
@@ -87,12 +83,16 @@ function arrayProblems(events: unknown[]): Problem[] {
   return [];
 }
 
-function eventProblems(events: unknown[], isArray: boolean, defaultInstituteId: string): Problem[] {
-  return events.flatMap((event, index) => {
+/** Every event parsed; `problems` names each bad field by path (all of them, for the 400). */
+function parseEvents(events: unknown[], isArray: boolean, defaultInstituteId: string): { valid: BatchCreated[]; problems: Problem[] } {
+  const valid: BatchCreated[] = [];
+  const problems: Problem[] = [];
+  events.forEach((event, index) => {
     const parsed = parseBatchCreated(event, defaultInstituteId);
-    if (parsed.ok) return [];
-    return parsed.problems.map(({ field, reason }) => ({ path: pathOf(isArray ? index : undefined, field), reason }));
+    if (parsed.ok) valid.push(parsed.event);
+    else problems.push(...parsed.problems.map(({ field, reason }) => ({ path: pathOf(isArray ? index : undefined, field), reason })));
   });
+  return { valid, problems };
 }
 
 /** `name`, `(body)`, `[3].name`, `[3]`. */
