@@ -3,7 +3,8 @@
 //
 //   npm run bench:cost                       # 2,000 measured batches after 300 to warm up
 //   npm run bench:cost -- --batches 5000
-//   npm run bench:cost -- --profile DIR      # also writes the worker's CPU profile (node --cpu-prof) to DIR
+//   npm run bench:cost -- --profile FILE     # also the worker's CPU profile over the measured batches
+//                                            # (summary: npx tsx bench/support/profile-top.ts FILE)
 //
 // Three processes besides this one: the sandbox (`classroom-sync sandbox`, no latency, no limit);
 // the worker (this file with --worker-child: `startWorker`, exactly what `classroom-sync worker`
@@ -12,6 +13,9 @@
 // same three requests per batch (add-class, edit-class, get-class, with the real headers) through
 // bare `fetch`, with as many in flight as the worker's SYNC_CONCURRENCY, measured the same way.
 import { fork } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
@@ -41,7 +45,7 @@ interface Usage {
 
 async function main(): Promise<void> {
   const batches = numberSetting('--batches', 'BENCH_BATCHES', 2_000);
-  const profileDir = argValue('--profile');
+  const profileFile = argValue('--profile');
   const machine = machineAtStart();
   const scratch = await createScratch('cost');
   const sandbox = await startSandboxProcess([], scratch.env);
@@ -49,7 +53,7 @@ async function main(): Promise<void> {
   const env = { ...scratch.env, CLASSROOM_BASE_URL: sandbox.url, LOG_LEVEL: 'info', CLASSROOM_RATE_LIMIT_PER_MINUTE: '1000000' };
   const config = loadConfig(env);
   try {
-    const worker = startChild(['--worker-child'], env, profileDir);
+    const worker = startChild(['--worker-child', ...(profileFile ? ['--profile', resolve(profileFile)] : [])], env);
     let measured: Measured;
     try {
       await worker.next();
@@ -83,7 +87,7 @@ async function main(): Promise<void> {
     const floorChild = startChild(['--floor-child', sandbox.url, String(batches), String(config.sync.concurrency)], env);
     const floor = await floorChild.next<{ cpuMsPerBatch: number; maxRssMb: number }>();
     await floorChild.stop();
-    report({ machine, batches, synced, concurrency: config.sync.concurrency, measured, floor, profileDir });
+    report({ machine, batches, synced, concurrency: config.sync.concurrency, measured, floor, profileFile });
   } finally {
     await pool.end();
     await sandbox.stop();
@@ -107,8 +111,8 @@ async function countSynced(pool: pg.Pool, like: string): Promise<number> {
 }
 
 /** A child process of this file speaking a tiny request/answer protocol over IPC. */
-function startChild(args: string[], env: Record<string, string>, profileDir?: string) {
-  const execArgv = ['--import', 'tsx', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
+function startChild(args: string[], env: Record<string, string>) {
+  const execArgv = ['--import', 'tsx'];
   // stdout to /dev/null: the worker's info logs cost what they cost in production, and no more.
   const child = fork(SELF, args, { execArgv, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
@@ -145,11 +149,22 @@ function usage(): Usage {
 /** `classroom-sync worker` in a process of its own that answers 'usage' and 'stop'. */
 async function workerChild(): Promise<void> {
   const statements = countStatements();
+  const profile = argValue('--profile');
   const { startWorker } = await import('../src/commands/worker.ts');
   const worker = await startWorker(loadConfig(process.env));
+  // The profile covers what is measured: from the first 'usage' to the second.
+  const session = profile ? new Session() : undefined;
+  session?.connect();
+  let profiling = false;
+  let written: Promise<unknown> = Promise.resolve();
   process.on('message', (m) => {
+    if (m === 'usage' && session) {
+      profiling = !profiling;
+      if (profiling) void session.post('Profiler.enable').then(() => session.post('Profiler.start'));
+      else written = session.post('Profiler.stop').then(({ profile: p }) => writeFileSync(profile!, JSON.stringify(p)));
+    }
     if (m === 'usage') process.send!({ ...usage(), statements: statements() });
-    if (m === 'stop') void worker.stop().then(() => process.exit(0));
+    if (m === 'stop') void written.then(() => worker.stop()).then(() => process.exit(0));
   });
   process.send!('ready');
 }
@@ -213,7 +228,7 @@ function report(r: {
   concurrency: number;
   measured: Measured;
   floor: { cpuMsPerBatch: number; maxRssMb: number };
-  profileDir: string | undefined;
+  profileFile: string | undefined;
 }): void {
   const ratio = r.measured.cpuMsPerBatch / r.floor.cpuMsPerBatch;
   publish({
@@ -232,7 +247,7 @@ function report(r: {
       workerPeakRssMb: r.measured.maxRssMb,
       floorPeakRssMb: r.floor.maxRssMb,
       batchesPerSecond: round(r.measured.perSecond, 1),
-      ...(r.profileDir ? { profileDir: r.profileDir } : {}),
+      ...(r.profileFile ? { profile: r.profileFile } : {}),
     },
     rows: [
       {

@@ -3,6 +3,7 @@
 //
 //   npm run bench:intake                     # 20,000 events per path
 //   npm run bench:intake -- --events 50000
+//   npm run bench:intake -- --profile FILE   # CPU profile of the HTTP server over the POST runs
 //
 // - POST /v1/batches, arrays of 500, one request in flight and then four: served by a child process
 //   running the worker's HTTP server (createHttpServer over createRuntime) without the sync worker,
@@ -12,12 +13,12 @@
 // - addBulk: BullMQ's Queue.addBulk with the same job ids, data and options, 500 per call, one call
 //   in flight, on a queue prefix of its own; run before and after the paths above (mean used).
 // Every event is a new batch (a PostgreSQL insert and an audit row), and no worker takes the jobs.
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { Session } from 'node:inspector/promises';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fork } from 'node:child_process';
 import { loadConfig } from '../src/config.ts';
 import { createHttpServer } from '../src/http/server.ts';
 import { createLogger } from '../src/logger.ts';
@@ -27,7 +28,7 @@ import { createRuntime } from '../src/runtime.ts';
 import { createSyncQueue, syncJob } from '../src/sync/queue.ts';
 import { BIN } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, round } from './support/report.ts';
-import { benchEvents, createScratch, numberSetting, scratchPool } from './support/scratch.ts';
+import { argValue, benchEvents, createScratch, numberSetting, scratchPool } from './support/scratch.ts';
 
 const PER_POST = 500;
 const TOKEN = 'bench-intake-token-0123456789';
@@ -42,7 +43,7 @@ async function main(): Promise<void> {
   const pool = scratchPool(scratch);
   try {
     const addBulkBefore = await addBulkRate(env, addBulkPrefix, 'ab1', n);
-    const server = await startServerChild(env);
+    const server = await startServerChild(env, argValue('--profile'));
     let post1: number;
     let post4: number;
     try {
@@ -125,8 +126,9 @@ async function runEnqueue(env: Record<string, string>, file: string): Promise<nu
   return performance.now() - started;
 }
 
-async function startServerChild(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
-  const child = fork(fileURLToPath(import.meta.url), ['--server-child'], { execArgv: ['--import', 'tsx'], env: { ...process.env, ...env } });
+async function startServerChild(env: Record<string, string>, profile: string | undefined): Promise<{ url: string; stop(): Promise<void> }> {
+  const args = ['--server-child', ...(profile ? ['--profile', resolve(profile)] : [])];
+  const child = fork(fileURLToPath(import.meta.url), args, { execArgv: ['--import', 'tsx'], env: { ...process.env, ...env } });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const url = await new Promise<string>((resolve, reject) => {
     child.once('message', (m) => resolve(m as string));
@@ -147,8 +149,17 @@ async function serverChild(): Promise<void> {
   const runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
   const http = await createHttpServer({ runtime, metrics: createMetrics() });
   const url = await http.listen({ port: 0, host: '127.0.0.1' });
+  const profile = argValue('--profile');
+  const session = profile ? new Session() : undefined;
+  if (session) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
   process.on('message', (m) => {
-    if (m === 'stop') void http.close().then(() => runtime.close()).then(() => process.exit(0));
+    if (m !== 'stop') return;
+    const written = session ? session.post('Profiler.stop').then(({ profile: p }) => writeFileSync(profile!, JSON.stringify(p))) : Promise.resolve();
+    void written.then(() => http.close()).then(() => runtime.close()).then(() => process.exit(0));
   });
   process.send!(url);
 }

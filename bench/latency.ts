@@ -12,12 +12,13 @@
 //      (so none waits for a free job slot) for 10 s; synced_at − received_at of each, from
 //      batch_classes (both PostgreSQL's clock). Phase 1's figures are printed too: there every batch
 //      also queues behind the ones published with it.
+import { cpus } from 'node:os';
 import type pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { type PublishDeps, publishBatches } from '../src/events/publish.ts';
 import { createLogger } from '../src/logger.ts';
 import { createRuntime } from '../src/runtime.ts';
-import { startSandboxProcess, startWorkerProcess } from './support/processes.ts';
+import { machineCpuSeconds, processCpuSeconds, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round, steadyRate } from './support/report.ts';
 import { benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';
 
@@ -39,7 +40,7 @@ async function main(): Promise<void> {
     const deps: PublishDeps = { db: runtime.database.db, queue: runtime.queue, logger: runtime.logger, defaults: { instituteId: config.classroom.instituteId, classNameTemplate: config.classroom.classNameTemplate } };
     try {
       const ideal = concurrency / ((3 * latencyMs) / 1000);
-      const saturated = await throughputPhase(deps, pool, batches);
+      const saturated = await throughputPhase(deps, pool, batches, worker.pid);
       const rate = saturated.perSecond / 2;
       const steady = await steadyPhase(deps, pool, rate);
       const state = await sandbox.state();
@@ -57,6 +58,9 @@ async function main(): Promise<void> {
 
 interface Phase {
   perSecond: number;
+  /** Over the steady part of phase 1: the worker's CPU in cores, and the machine's busy share (0..1). */
+  workerCores?: number | undefined;
+  machineBusy?: number | undefined;
   synced: number;
   unfinished: number;
   p50Ms: number;
@@ -64,20 +68,33 @@ interface Phase {
   maxMs: number;
 }
 
-async function throughputPhase(deps: PublishDeps, pool: pg.Pool, n: number): Promise<Phase> {
+async function throughputPhase(deps: PublishDeps, pool: pg.Pool, n: number, workerPid: number): Promise<Phase> {
   const events = benchEvents('sat', n);
   for (let i = 0; i < n; i += 1_000) await publishBatches(deps, events.slice(i, i + 1_000));
-  const samples: { t: number; count: number }[] = [];
+  const samples: { t: number; count: number; worker: number | undefined; machine: { busy: number; total: number } | undefined }[] = [];
   const deadline = performance.now() + 5 * 60_000;
   let synced = 0;
   while (performance.now() < deadline) {
     const t = performance.now();
     synced = await countSynced(pool, 'sat-%');
-    samples.push({ t, count: synced });
+    samples.push({ t, count: synced, worker: processCpuSeconds(workerPid), machine: machineCpuSeconds() });
     if ((await countTerminal(pool, 'sat-%')) >= n) break;
     await sleep(Math.max(0, 250 - (performance.now() - t)));
   }
-  return { perSecond: steadyRate(samples), synced, unfinished: n - (await countTerminal(pool, 'sat-%')), ...(await timesToSynced(pool, 'sat-%')) };
+  // CPU over the same steady part the rate is fitted on.
+  const steady = samples.filter((s) => s.count >= 0.1 * synced && s.count <= 0.9 * synced);
+  const [first, last] = [steady[0], steady.at(-1)];
+  const seconds = first && last ? (last.t - first.t) / 1000 : 0;
+  const workerCores = first?.worker !== undefined && last?.worker !== undefined && seconds > 0 ? (last.worker - first.worker) / seconds : undefined;
+  const machineBusy = first?.machine && last?.machine ? (last.machine.busy - first.machine.busy) / (last.machine.total - first.machine.total) : undefined;
+  return {
+    perSecond: steadyRate(samples),
+    workerCores,
+    machineBusy,
+    synced,
+    unfinished: n - (await countTerminal(pool, 'sat-%')),
+    ...(await timesToSynced(pool, 'sat-%')),
+  };
 }
 
 /** Publishes at `rate` per second for PHASE2_SECONDS (small groups every 20 ms), then waits. */
@@ -146,7 +163,7 @@ function report(r: {
     idealPerSecond: round(r.ideal, 1),
     throughputPerSecond: round(r.saturated.perSecond, 1),
     throughputRatio: round(ratio, 3),
-    saturated: { ...r.saturated, perSecond: round(r.saturated.perSecond, 1) },
+    saturated: { ...r.saturated, perSecond: round(r.saturated.perSecond, 1), workerCores: round(r.saturated.workerCores ?? Number.NaN, 2), machineBusy: round(r.saturated.machineBusy ?? Number.NaN, 2) },
     steady: { ...r.steady, perSecond: round(r.steady.perSecond, 1) },
     remoteCalls: r.remoteCalls,
   };
@@ -171,6 +188,10 @@ function report(r: {
       },
       { figure: 'event → synced p99, below saturation', value: `${r.steady.p99Ms} ms (max ${r.steady.maxMs} ms)` },
       { figure: 'event → synced p50 / p99, all at once', value: `${r.saturated.p50Ms} / ${r.saturated.p99Ms} ms (queueing behind the others)` },
+      {
+        figure: 'worker CPU / machine busy, steady part',
+        value: `${r.saturated.workerCores?.toFixed(2) ?? '?'} cores / ${r.saturated.machineBusy === undefined ? '?' : `${(100 * r.saturated.machineBusy).toFixed(0)} %`} of ${cpus().length} cores`,
+      },
       { figure: 'unfinished batches', value: String(r.saturated.unfinished + r.steady.unfinished) },
     ],
     notes: [

@@ -1,6 +1,7 @@
 // The processes a benchmark measures or talks to, each started through the real CLI
 // (`node bin/classroom-sync.js …`): a sandbox with its own clock and event loop, and workers.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { SandboxState } from '../../src/sandbox/index.ts';
 
@@ -108,3 +109,30 @@ export async function scrapeSums(url: string, names: readonly string[]): Promise
   }
   return sums;
 }
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); undefined elsewhere. */
+export function processCpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start at field 3; utime and stime are 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Busy and total CPU time of the whole machine so far, from /proc/stat (Linux); undefined elsewhere. */
+export function machineCpuSeconds(): { busy: number; total: number } | undefined {
+  try {
+    const [, ...values] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = values.map(Number) as number[];
+    const busy = user! + nice! + system! + irq! + softirq! + steal!;
+    return { busy: busy / CLOCK_TICKS, total: (busy + idle! + iowait!) / CLOCK_TICKS };
+  } catch {
+    return undefined;
+  }
+}
+
+/** USER_HZ: 100 on every Linux this runs on. */
+const CLOCK_TICKS = 100;
