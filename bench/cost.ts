@@ -13,7 +13,7 @@
 // same three requests per batch (add-class, edit-class, get-class, with the real headers) through
 // bare `fetch`, with as many in flight as the worker's SYNC_CONCURRENCY, measured the same way.
 import { fork } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +23,7 @@ import { publishBatches } from '../src/events/publish.ts';
 import { createLogger } from '../src/logger.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { startSandboxProcess } from './support/processes.ts';
+import { type Profile, summarize } from './support/profile-top.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, round } from './support/report.ts';
 import { argValue, benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';
 
@@ -264,8 +265,18 @@ function report(r: {
     notes: [
       `Worker: \`startWorker\` (what \`classroom-sync worker\` runs: sync, HTTP API, metrics) in its own process, SYNC_CONCURRENCY ${r.concurrency}, LOG_LEVEL info to /dev/null, limiter set far above the load; CPU is \`process.cpuUsage()\` (user + system) across ${r.batches} batches published at once, after ${WARM_UP} to warm up. Sandbox: its own process, no latency.`,
       `Floor: another process sends the same three requests per batch (same headers and bodies) with bare \`fetch\`, ${r.concurrency} at a time, measured the same way after ${WARM_UP} to warm up.`,
+      'What bounds the ratio: README, "Performance". Profile it with `npm run bench:cost -- --profile FILE` (then `npx tsx bench/support/profile-top.ts FILE`).',
+      ...(r.profileFile ? [profileNote(r.profileFile, r.batches)] : []),
     ],
   });
+}
+
+/** The profile's top items, charged to the package (or file of ours) that caused them, per batch. */
+function profileNote(file: string, batches: number): string {
+  const { totalMs, byResponsible } = summarize(JSON.parse(readFileSync(file, 'utf8')) as Profile, 12);
+  const busy = byResponsible.filter(([owner]) => owner !== '(idle)');
+  const items = busy.slice(0, 10).map(([owner, ms]) => `${owner} ${((100 * ms) / totalMs).toFixed(0)} % (${(ms / batches).toFixed(2)} ms)`);
+  return `This run was profiled (the sampling adds a little CPU). Self time per batch, charged to the nearest package or file of ours up the stack: ${items.join(', ')}.`;
 }
 
 if (process.argv.includes('--worker-child')) await workerChild();

@@ -8,7 +8,7 @@ interface Node {
   callFrame: { functionName: string; url: string; lineNumber: number };
   children?: number[];
 }
-interface Profile {
+export interface Profile {
   nodes: Node[];
   samples: number[];
   timeDeltas: number[];
