@@ -53,11 +53,33 @@ function createCluster(target: ClusterTarget, role: RedisRole, node: RedisOption
     retryDelayOnTryAgain: 200,
     maxRedirections: 16,
     slotsRefreshTimeout: 2_000,
-    // A failed-over slot is also noticed without waiting for a command to hit the dead master.
-    slotsRefreshInterval: 5_000,
     ...(role === 'probe' ? { clusterRetryStrategy: () => null } : {}),
   };
-  return new Cluster(target.nodes, options);
+  return closeOrphanedNodes(new Cluster(target.nodes, options));
+}
+
+/**
+ * ioredis can lose track of a node connection while a failover reshuffles its pool: a reset drops
+ * a node, a new connection to the same address replaces it, and when the old one's 'end' arrives
+ * late it removes the new one from the pool unclosed. Such an orphan outlives quit() and keeps a
+ * stopped worker process alive. So every node connection a cluster client opened is closed with it,
+ * also in the copies BullMQ makes with duplicate() for its blocking commands.
+ */
+function closeOrphanedNodes(cluster: Cluster): Cluster {
+  const opened = new Set<Standalone>();
+  cluster.on('+node', (node: Standalone) => {
+    opened.add(node);
+    node.once('end', () => opened.delete(node));
+  });
+  const close = (all: boolean) => {
+    const pooled = new Set(cluster.nodes('all'));
+    for (const node of opened) if (all || !pooled.has(node)) node.disconnect();
+  };
+  cluster.on('disconnecting', () => close(false));
+  cluster.on('end', () => close(true));
+  const duplicate = cluster.duplicate.bind(cluster);
+  cluster.duplicate = (...args: Parameters<Cluster['duplicate']>) => closeOrphanedNodes(duplicate(...args));
+  return cluster;
 }
 
 export function isCluster(redis: Redis): redis is Cluster {
