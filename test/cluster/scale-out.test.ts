@@ -88,7 +88,11 @@ it(`${WORKERS} worker processes sync ${N} batches through a 3-master Redis Clust
   cleanup.push(async () => stopRecording());
 
   const lines: WorkerLine[] = [];
-  const workers = Array.from({ length: WORKERS }, () => new WorkerProcess(env, (line) => lines.push(line)));
+  const linesOf: WorkerLine[][] = Array.from({ length: WORKERS }, () => []);
+  const workers = Array.from({ length: WORKERS }, (_, i) => new WorkerProcess(env, (line) => {
+    lines.push(line);
+    linesOf[i]!.push(line);
+  }));
   cleanup.push(async () => workers.forEach((w) => w.kill9()));
   const urls = await waitFor(() => {
     const found = lines.filter((l) => l.msg === 'worker started').map((l) => String(l.url));
@@ -123,8 +127,15 @@ it(`${WORKERS} worker processes sync ${N} batches through a 3-master Redis Clust
   // Readiness comes back on the promoted master.
   await waitFor(async () => (await readyz(urls[0]!)).status === 200, '/readyz to answer 200 after the failover', 30_000);
 
+  // Queue gauges are read from the cluster at scrape time, without an error.
+  const metrics = await (await fetch(`${urls[1]}/metrics`)).text();
+  expect(metrics).toMatch(/^classroom_sync_queue_jobs\{queue="batch-sync",state="completed"\} [1-9]\d*$/m);
+  expect(metrics).toMatch(/^classroom_sync_scrape_errors_total\{source="redis"\} 0$/m);
+
+  // SIGTERM drains and exits 0 on the cluster too (stop() SIGKILLs after 15 s: exit code null).
+  const stopStarted = Date.now();
   const codes = await Promise.all(workers.map((w) => w.stop()));
-  expect(codes).toEqual(Array(WORKERS).fill(0));
+  const stopMs = Date.now() - stopStarted;
 
   const truth = sandbox.state();
   const ours = Object.entries(truth.byName).filter(([name]) => name.startsWith('Cluster batch '));
@@ -151,8 +162,14 @@ it(`${WORKERS} worker processes sync ${N} batches through a 3-master Redis Clust
     readyzAfterKill: tally(readiness),
     workerWarningsAndErrors: tally(lines.filter((l) => typeof l.level === 'number' && l.level >= 40).map(warningKind)),
     wallMs,
+    stopExitCodes: codes,
+    stopMs,
   };
   printReport(report);
+  codes.forEach((code, i) => {
+    if (code !== 0) console.log(`worker ${i} exited ${code}; its last lines:\n${linesOf[i]!.slice(-8).map((l) => `  ${JSON.stringify(l).slice(0, 2500)}`).join('\n')}`);
+  });
+  expect(codes).toEqual(Array(WORKERS).fill(0));
 
   expect(ours).toHaveLength(N);
   expect(ours.every(([, n]) => n === 1)).toBe(true);
