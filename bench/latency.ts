@@ -66,6 +66,8 @@ interface Phase {
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
+  /** Medians of: event → add-class sent (intake, queue, lease), and each call with the write after it. */
+  stepsP50Ms: Record<string, number>;
 }
 
 async function throughputPhase(deps: PublishDeps, pool: pg.Pool, n: number, workerPid: number): Promise<Phase> {
@@ -134,13 +136,22 @@ async function countTerminal(pool: pg.Pool, like: string): Promise<number> {
   return Number(rows[0]!.n);
 }
 
-async function timesToSynced(pool: pg.Pool, like: string): Promise<{ p50Ms: number; p99Ms: number; maxMs: number }> {
-  const { rows } = await pool.query<{ ms: number }>(
-    `select extract(epoch from (synced_at - received_at)) * 1000 as ms from batch_classes where state = 'synced' and batch_id like $1`,
+/** Time to synced, and the medians of its parts, from the timestamps each step stores. */
+async function timesToSynced(pool: pg.Pool, like: string): Promise<{ p50Ms: number; p99Ms: number; maxMs: number; stepsP50Ms: Record<string, number> }> {
+  const ms = (to: string, from: string) => `extract(epoch from (${to} - ${from})) * 1000`;
+  const { rows } = await pool.query<Record<'total' | 'toCreate' | 'addClass' | 'editClass' | 'getClass', number>>(
+    `select ${ms('synced_at', 'received_at')} as total,
+            ${ms('create_sent_at', 'received_at')} as "toCreate",
+            ${ms('class_created_at', 'create_sent_at')} as "addClass",
+            ${ms('link_enabled_at', 'class_created_at')} as "editClass",
+            ${ms('synced_at', 'link_enabled_at')} as "getClass"
+       from batch_classes where state = 'synced' and batch_id like $1`,
     [like],
   );
-  const values = rows.map((r) => Number(r.ms));
-  return { p50Ms: round(quantile(values, 0.5)), p99Ms: round(quantile(values, 0.99)), maxMs: round(Math.max(...values)) };
+  const column = (name: keyof (typeof rows)[number]) => rows.map((r) => Number(r[name]));
+  const total = column('total');
+  const stepsP50Ms = Object.fromEntries((['toCreate', 'addClass', 'editClass', 'getClass'] as const).map((k) => [k, round(quantile(column(k), 0.5), 1)]));
+  return { p50Ms: round(quantile(total, 0.5)), p99Ms: round(quantile(total, 0.99)), maxMs: round(Math.max(...total)), stepsP50Ms };
 }
 
 function report(r: {
@@ -187,6 +198,10 @@ function report(r: {
         met: r.steady.p50Ms <= bound,
       },
       { figure: 'event → synced p99, below saturation', value: `${r.steady.p99Ms} ms (max ${r.steady.maxMs} ms)` },
+      {
+        figure: 'its parts (medians), below saturation',
+        value: `event → add-class sent ${r.steady.stepsP50Ms.toCreate} ms, add-class ${r.steady.stepsP50Ms.addClass} ms, edit-class ${r.steady.stepsP50Ms.editClass} ms, get-class ${r.steady.stepsP50Ms.getClass} ms (each call with the writes around it)`,
+      },
       { figure: 'event → synced p50 / p99, all at once', value: `${r.saturated.p50Ms} / ${r.saturated.p99Ms} ms (queueing behind the others)` },
       {
         figure: 'worker CPU / machine busy, steady part',
