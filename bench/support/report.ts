@@ -18,7 +18,11 @@ export interface Machine {
 }
 
 export function machineAtStart(): Machine {
-  return { cores: cpus().length, cpu: cpus()[0]?.model.trim() ?? 'unknown', node: process.version, loadStart: round(loadavg()[0]!, 2) };
+  const machine = { cores: cpus().length, cpu: cpus()[0]?.model.trim() ?? 'unknown', node: process.version, loadStart: round(loadavg()[0]!, 2) };
+  if (machine.loadStart > machine.cores) {
+    console.error(`note: load average ${machine.loadStart} on ${machine.cores} cores; CPU-bound figures (throughput, latency, intake) will come out low`);
+  }
+  return machine;
 }
 
 export function machineAtEnd(machine: Machine): Machine {
