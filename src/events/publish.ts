@@ -81,7 +81,9 @@ async function recordChunk(deps: PublishDeps, events: BatchCreated[]): Promise<A
     )
     select institute_id, batch_id from inserted`);
   const fresh = new Set(inserted.rows.map((r) => keyOf({ instituteId: r.institute_id, batchId: r.batch_id })));
-  const states = await currentStates(deps.db, events);
+  // A row inserted just now is `pending` (its job is not even queued yet): only batches that were
+  // already known need their state read back.
+  const states = await currentStates(deps.db, events.filter((e) => !fresh.has(keyOf(e))));
   const seen = new Set<string>();
   const results = events.map((e) => {
     const k = keyOf(e);
@@ -109,6 +111,7 @@ async function recordChunk(deps: PublishDeps, events: BatchCreated[]): Promise<A
 }
 
 async function currentStates(db: Db, events: BatchCreated[]): Promise<Map<string, BatchState>> {
+  if (events.length === 0) return new Map();
   const byInstitute = new Map<string, string[]>();
   for (const e of events) {
     const ids = byInstitute.get(e.instituteId);
