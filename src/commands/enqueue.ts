@@ -1,7 +1,7 @@
 // `classroom-sync enqueue [FILE]`: NDJSON batch-created events from a file or stdin.
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
+import split from 'split2';
 import { type PublishDeps, publishBatches } from '../events/publish.ts';
 import type { FieldProblem } from '../events/schema.ts';
 
@@ -28,7 +28,11 @@ export async function enqueueNdjson(deps: PublishDeps, input: Readable, onProgre
     pending = [];
     onProgress?.(report);
   };
-  const lines = createInterface({ input, crlfDelay: Infinity });
+  // Lines end at "\n" (or "\r\n") and nowhere else. node:readline also ends a line at U+2028 and
+  // U+2029 on Node 24, which JSON allows unescaped inside strings: it would cut valid events in two.
+  const lines = split(/\r?\n/);
+  input.on('error', (error) => lines.destroy(error)); // pipe() does not carry a source's error along
+  input.pipe(lines);
   for await (const text of lines) {
     report.lines += 1;
     if (text.trim() === '') continue;

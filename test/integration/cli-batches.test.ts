@@ -52,6 +52,21 @@ describe('classroom-sync enqueue / status / retry', () => {
     expect(h.sandbox.state().byName['CLI five']).toBe(1);
   });
 
+  it('a line separator (U+2028) inside a JSON string does not split the line', async () => {
+    const stdin = `${JSON.stringify({ batchId: 'cli-ls', name: 'Line\u2028separated\u2029name', subject: 'Art' })}\n`;
+    expect(stdin).toContain('\u2028');
+    const result = await runCli(['enqueue'], { env: h.env, stdin });
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toMatch(/accepted 1 \(0 already known\), rejected 0/);
+    expect(result.code).toBe(0);
+  });
+
+  it('a file that cannot be read is a clear error, not a hang', async () => {
+    const result = await runCli(['enqueue', '/nonexistent/events.ndjson'], { env: h.env });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/ENOENT|no such file/);
+  });
+
   it('status prints counts by state, one batch with a masked link, and JSON', async () => {
     const counts = JSON.parse((await runCli(['status', '--json'], { env: h.env })).stdout) as Record<string, number>;
     expect(counts.synced).toBeGreaterThanOrEqual(3);
