@@ -12,6 +12,7 @@
 //      (so none waits for a free job slot) for 10 s; synced_at − received_at of each, from
 //      batch_classes (both PostgreSQL's clock). Phase 1's figures are printed too: there every batch
 //      also queues behind the ones published with it.
+//   3. The same at 5 batches/s: time to synced when nothing else of this benchmark is busy.
 import { cpus } from 'node:os';
 import type pg from 'pg';
 import { loadConfig } from '../src/config.ts';
@@ -23,6 +24,10 @@ import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round, s
 import { benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';
 
 const PHASE2_SECONDS = 10;
+/** Batches per second of the light-load phase: the worker and the machine are mostly idle. */
+const LIGHT_RATE = 5;
+
+type SteadyPhase = Phase & { published: number; publishSeconds: number };
 
 async function main(): Promise<void> {
   const latencyMs = numberSetting('--latency', 'BENCH_LATENCY_MS', 100);
@@ -42,9 +47,10 @@ async function main(): Promise<void> {
       const ideal = concurrency / ((3 * latencyMs) / 1000);
       const saturated = await throughputPhase(deps, pool, batches, worker.pid);
       const rate = saturated.perSecond / 2;
-      const steady = await steadyPhase(deps, pool, rate);
+      const steady = await steadyPhase(deps, pool, rate, 'steady');
+      const light = await steadyPhase(deps, pool, LIGHT_RATE, 'light');
       const state = await sandbox.state();
-      report({ machine, latencyMs, concurrency, batches, ideal, saturated, rate, steady, remoteCalls: state.calls.totalCalls });
+      report({ machine, latencyMs, concurrency, batches, ideal, saturated, rate, steady, light, remoteCalls: state.calls.totalCalls });
     } finally {
       await runtime.close();
       await worker.stop();
@@ -100,9 +106,10 @@ async function throughputPhase(deps: PublishDeps, pool: pg.Pool, n: number, work
 }
 
 /** Publishes at `rate` per second for PHASE2_SECONDS (small groups every 20 ms), then waits. */
-async function steadyPhase(deps: PublishDeps, pool: pg.Pool, rate: number): Promise<Phase & { published: number; publishSeconds: number }> {
+async function steadyPhase(deps: PublishDeps, pool: pg.Pool, rate: number, prefix: string): Promise<SteadyPhase> {
   const n = Math.max(50, Math.round(rate * PHASE2_SECONDS));
-  const events = benchEvents('steady', n);
+  const events = benchEvents(prefix, n);
+  const like = `${prefix}-%`;
   const started = performance.now();
   let published = 0;
   while (published < n) {
@@ -115,14 +122,14 @@ async function steadyPhase(deps: PublishDeps, pool: pg.Pool, rate: number): Prom
   }
   const publishSeconds = (performance.now() - started) / 1000;
   const deadline = performance.now() + 3 * 60_000;
-  while (performance.now() < deadline && (await countTerminal(pool, 'steady-%')) < n) await sleep(250);
+  while (performance.now() < deadline && (await countTerminal(pool, like)) < n) await sleep(250);
   return {
     perSecond: n / publishSeconds,
     published: n,
     publishSeconds: round(publishSeconds, 1),
-    synced: await countSynced(pool, 'steady-%'),
-    unfinished: n - (await countTerminal(pool, 'steady-%')),
-    ...(await timesToSynced(pool, 'steady-%')),
+    synced: await countSynced(pool, like),
+    unfinished: n - (await countTerminal(pool, like)),
+    ...(await timesToSynced(pool, like)),
   };
 }
 
@@ -162,7 +169,8 @@ function report(r: {
   ideal: number;
   saturated: Phase;
   rate: number;
-  steady: Phase & { published: number; publishSeconds: number };
+  steady: SteadyPhase;
+  light: SteadyPhase;
   remoteCalls: number;
 }): void {
   const ratio = r.saturated.perSecond / r.ideal;
@@ -176,6 +184,7 @@ function report(r: {
     throughputRatio: round(ratio, 3),
     saturated: { ...r.saturated, perSecond: round(r.saturated.perSecond, 1), workerCores: round(r.saturated.workerCores ?? Number.NaN, 2), machineBusy: round(r.saturated.machineBusy ?? Number.NaN, 2) },
     steady: { ...r.steady, perSecond: round(r.steady.perSecond, 1) },
+    light: { ...r.light, perSecond: round(r.light.perSecond, 1) },
     remoteCalls: r.remoteCalls,
   };
   publish({
@@ -202,17 +211,21 @@ function report(r: {
         figure: 'its parts (medians), below saturation',
         value: `event → add-class sent ${r.steady.stepsP50Ms.toCreate} ms, add-class ${r.steady.stepsP50Ms.addClass} ms, edit-class ${r.steady.stepsP50Ms.editClass} ms, get-class ${r.steady.stepsP50Ms.getClass} ms (each call with the writes around it)`,
       },
+      {
+        figure: 'event → synced p50 / p99, light load',
+        value: `${r.light.p50Ms} / ${r.light.p99Ms} ms (${r.light.published} batches at ${r.light.perSecond.toFixed(1)}/s; parts: ${r.light.stepsP50Ms.toCreate} + ${r.light.stepsP50Ms.addClass} + ${r.light.stepsP50Ms.editClass} + ${r.light.stepsP50Ms.getClass} ms)`,
+      },
       { figure: 'event → synced p50 / p99, all at once', value: `${r.saturated.p50Ms} / ${r.saturated.p99Ms} ms (queueing behind the others)` },
       {
         figure: 'worker CPU / machine busy, steady part',
         value: `${r.saturated.workerCores?.toFixed(2) ?? '?'} cores / ${r.saturated.machineBusy === undefined ? '?' : `${(100 * r.saturated.machineBusy).toFixed(0)} %`} of ${cpus().length} cores`,
       },
-      { figure: 'unfinished batches', value: String(r.saturated.unfinished + r.steady.unfinished) },
+      { figure: 'unfinished batches', value: String(r.saturated.unfinished + r.steady.unfinished + r.light.unfinished) },
     ],
     notes: [
       `Sandbox (\`classroom-sync sandbox --latency ${r.latencyMs}\`, its own process, no rate limit); one \`classroom-sync worker\` process with SYNC_CONCURRENCY=${r.concurrency} (CLASSROOM_RATE_LIMIT_PER_MINUTE=1000000: the limiter still takes its Redis round trip per call, but never waits).`,
       `Throughput: ${r.batches} batches published at once; slope of the synced count (PostgreSQL, every 250 ms) between 10 % and 90 % of them.`,
-      `Time to synced: \`synced_at − received_at\` (both PostgreSQL's clock) of batches published at a steady ${r.steady.perSecond.toFixed(1)}/s (half the measured throughput, so no batch waits for a job slot) for ${PHASE2_SECONDS} s. It includes intake (insert, enqueue), the job pickup, the three calls of L ms each and the recovery-point writes between them.`,
+      `Time to synced: \`synced_at − received_at\` (both PostgreSQL's clock) of batches published at a steady ${r.steady.perSecond.toFixed(1)}/s (half the measured throughput, so no batch waits for a job slot) for ${PHASE2_SECONDS} s; the goal is judged there. It includes intake (insert, enqueue), the job pickup, the three calls of L ms each and the recovery-point writes between them. Then the same at ${LIGHT_RATE}/s ("light load"), where neither the worker nor the machine is busy with this benchmark.`,
     ],
   });
 }
