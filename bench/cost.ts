@@ -247,7 +247,7 @@ function report(r: {
   publish({
     bench: 'cost',
     title: 'Cost per batch (`bench/cost.ts`)',
-    command: `npm run bench:cost -- --batches ${r.batches}`,
+    command: `npm run bench:cost -- --batches ${r.batches}${r.profileFile ? ' --profile FILE' : ''}`,
     machine: machineAtEnd(r.machine),
     figures: {
       batches: r.batches,

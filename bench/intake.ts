@@ -214,7 +214,7 @@ function report(r: { machine: Machine; n: number; rounds: number; recorded: numb
       { figure: 'batches recorded', value: `${r.recorded} of ${4 * r.n * r.rounds}` },
     ],
     notes: [
-      `${r.n} new events per path and round, ${r.rounds} rounds; the paths take turns within each round and the medians are shown. Each accepted event is a PostgreSQL row plus its first audit row (one statement per chunk), a state read-back, and a BullMQ job (addBulk); no worker consumes the jobs.`,
+      `${r.n} new events per path and round, ${r.rounds} rounds; the paths take turns within each round and the medians are shown. Each accepted event is a PostgreSQL row plus its first audit row (one statement per chunk; states are read back only for batches already known) and a BullMQ job (addBulk); no worker consumes the jobs.`,
       'publishBatches: the library call in the benchmark\'s own process, 500 events per call, one at a time: validation, one INSERT of rows and audit rows, then addBulk (recorded before queued, so the two never overlap).',
       'POST: a child process running the worker\'s HTTP server only (no sync worker), the benchmark as client, one request in flight (and four, for comparison). enqueue: `node bin/classroom-sync.js enqueue FILE` timed from spawn to exit; "without start-up" subtracts the time of the same command on an empty file (loading tsx and the sources, connecting, closing).',
       'addBulk: `Queue.addBulk` of the same job shape (id, data, options), 500 per call, one call at a time, on its own queue prefix.',
