@@ -28,10 +28,6 @@ export async function appendEvents(db: DbOrTx, batchRowId: number, events: reado
   await db.insert(batchEvents).values(events.map((e) => ({ ...e, batchRowId })));
 }
 
-export async function appendEventsForRows(db: DbOrTx, events: readonly NewBatchEvent[]): Promise<void> {
-  if (events.length) await db.insert(batchEvents).values([...events]);
-}
-
 export type TimelineEntry = Omit<BatchEvent, 'batchRowId'>;
 
 /** A batch's events, oldest first; undefined when the batch is unknown. */
