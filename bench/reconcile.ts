@@ -18,13 +18,11 @@ import { SANDBOX_DEFAULTS, loadConfig } from '../src/config.ts';
 import { runMigrations } from '../src/db/migrate.ts';
 import { createLogger } from '../src/logger.ts';
 import { runReconciliation } from '../src/reconcile/run.ts';
-import { createRedis } from '../src/redis.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { sandboxOptionsFromConfig, startSandbox } from '../src/sandbox/index.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish } from './support/report.ts';
+import { PG_SERVER, REDIS_URL, dropDatabase, dropQueueKeys } from '../test/helpers/harness.ts';
 
-const PG_SERVER = process.env.TEST_PG_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const DRIFT = 100; // per kind: deleted, hidden, orphan, stuck, link blanked locally
 
 interface Seeded {
@@ -66,7 +64,8 @@ async function main(): Promise<void> {
     }
   } finally {
     child.kill('SIGTERM');
-    await dropEverything(databaseName, base.QUEUE_PREFIX);
+    await dropDatabase(databaseName);
+    await dropQueueKeys(base.QUEUE_PREFIX);
   }
 }
 
@@ -158,20 +157,6 @@ function print(result: { n: number; wallMs: number; peakRssMb: number; baselineR
       `One \`runReconciliation\` pass in this process over a listing of ${n.toLocaleString('en')} classes (the sandbox, seeded in its own process) against ${n.toLocaleString('en')} mappings, with ${DRIFT} of each drift kind (deleted, hidden, orphan, stuck, link blanked locally). Peak RSS sampled every 5 ms.`,
     ],
   });
-}
-
-async function dropEverything(databaseName: string, prefix: string): Promise<void> {
-  const client = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
-  await client.connect();
-  await client.query(`drop database if exists ${pg.escapeIdentifier(databaseName)} with (force)`).finally(() => client.end());
-  const redis = createRedis(REDIS_URL, 'worker');
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    if (keys.length) await redis.del(...keys);
-    cursor = next;
-  } while (cursor !== '0');
-  redis.disconnect();
 }
 
 function mb(bytes: number): number {

@@ -5,10 +5,9 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { SANDBOX_DEFAULTS } from '../../src/config.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
-import { createRedis } from '../../src/redis.ts';
+import { PG_SERVER, REDIS_URL, dropDatabase, dropQueueKeys } from '../../test/helpers/harness.ts';
 
-export const PG_SERVER = process.env.TEST_PG_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
-export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export { PG_SERVER, REDIS_URL };
 
 export interface Scratch {
   databaseName: string;
@@ -44,30 +43,6 @@ export async function createScratch(name: string): Promise<Scratch> {
       for (const prefix of [queuePrefix, ...extraPrefixes]) await dropQueueKeys(prefix);
     },
   };
-}
-
-async function dropDatabase(name: string): Promise<void> {
-  const client = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
-  await client.connect();
-  try {
-    await client.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
-  } finally {
-    await client.end();
-  }
-}
-
-async function dropQueueKeys(prefix: string): Promise<void> {
-  const redis = createRedis(REDIS_URL, 'worker');
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
 }
 
 /** A plain pool on the scratch database, for the benchmark's own reads (counts, timings). */
