@@ -7,7 +7,9 @@
 #
 # There is no build step: tsx (a production dependency) runs the TypeScript sources as they are.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node 24: the LTS line that still gets security fixes (Node 20 reached end of life in April 2026).
+# CI runs the suite on Node 20 and 24; test/integration/deploy-files.test.ts keeps this at 24.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # --- stage 1: production dependencies only, from the lockfile
 FROM ${NODE_IMAGE} AS deps
@@ -30,7 +32,7 @@ COPY migrations ./migrations
 # The official image's unprivileged user (uid 1000). tsx keeps its compile cache under /tmp.
 USER node
 EXPOSE 3000
-# Liveness only ("the process answers"); /readyz is for load balancers. fetch is built into Node 20.
+# Liveness only ("the process answers"); /readyz is for load balancers. Uses PORT as the server does.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # SIGTERM drains active jobs for up to SHUTDOWN_GRACE (30s): give `docker stop` longer than that

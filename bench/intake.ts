@@ -27,9 +27,9 @@ import { createHttpServer } from '../src/http/server.ts';
 import { createLogger } from '../src/logger.ts';
 import { createMetrics } from '../src/metrics/metrics.ts';
 import { createRedis } from '../src/redis.ts';
-import { createRuntime } from '../src/runtime.ts';
+import { createRuntime, publishDepsOf } from '../src/runtime.ts';
 import { createSyncQueue, syncJob } from '../src/sync/queue.ts';
-import { publishBatches } from '../src/events/publish.ts';
+import { publishBatches } from '../src/intake/publish.ts';
 import { BIN } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round } from './support/report.ts';
 import { argValue, benchEvents, createScratch, numberSetting, scratchPool } from './support/scratch.ts';
@@ -54,7 +54,12 @@ async function main(): Promise<void> {
     const runs: Round[] = [];
     for (let r = 1; r <= rounds; r++) {
       const file = join(dir, `events-${r}.ndjson`);
-      writeFileSync(file, `${benchEvents(`cli${r}`, n).map((e) => JSON.stringify(e)).join('\n')}\n`);
+      writeFileSync(
+        file,
+        `${benchEvents(`cli${r}`, n)
+          .map((e) => JSON.stringify(e))
+          .join('\n')}\n`,
+      );
       const addBulk = await addBulkRate(env, addBulkPrefix, `ab${r}`, n);
       const library = await libraryRate(env, `lib${r}`, n);
       const post1 = await postRate(server.url, `p1r${r}`, n, 1);
@@ -104,7 +109,7 @@ async function addBulkRate(env: Record<string, string>, prefix: string, idPrefix
 async function libraryRate(env: Record<string, string>, idPrefix: string, n: number): Promise<number> {
   const config = loadConfig(env);
   const runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
-  const deps = { db: runtime.database.db, queue: runtime.queue, logger: runtime.logger, defaults: { instituteId: config.classroom.instituteId, classNameTemplate: config.classroom.classNameTemplate } };
+  const deps = publishDepsOf(runtime);
   try {
     await runtime.queue.waitUntilReady();
     const events = benchEvents(idPrefix, n);
@@ -127,7 +132,11 @@ async function postRate(url: string, idPrefix: string, n: number, inFlight: numb
     Array.from({ length: inFlight }, async () => {
       while (next < bodies.length) {
         const body = bodies[next++]!;
-        const response = await fetch(`${url}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body });
+        const response = await fetch(`${url}/v1/batches`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+          body,
+        });
         if (response.status !== 202) throw new Error(`POST /v1/batches answered ${response.status}: ${await response.text()}`);
         await response.arrayBuffer();
       }
@@ -181,13 +190,20 @@ async function serverChild(): Promise<void> {
   process.on('message', (m) => {
     if (m !== 'stop') return;
     const written = session ? session.post('Profiler.stop').then(({ profile: p }) => writeFileSync(profile!, JSON.stringify(p))) : Promise.resolve();
-    void written.then(() => http.close()).then(() => runtime.close()).then(() => process.exit(0));
+    void written
+      .then(() => http.close())
+      .then(() => runtime.close())
+      .then(() => process.exit(0));
   });
   process.send!(url);
 }
 
 function report(r: { machine: Machine; n: number; rounds: number; recorded: number; runs: Round[] }): void {
-  const median = (key: keyof Round) => quantile(r.runs.map((run) => run[key]), 0.5);
+  const median = (key: keyof Round) =>
+    quantile(
+      r.runs.map((run) => run[key]),
+      0.5,
+    );
   const addBulk = median('addBulk');
   const share = (rate: number) => rate / addBulk;
   const each = (key: keyof Round) => r.runs.map((run) => run[key].toFixed(0)).join(', ');
@@ -196,13 +212,25 @@ function report(r: { machine: Machine; n: number; rounds: number; recorded: numb
     value: `${median(key).toFixed(0)} events/s = ${share(median(key)).toFixed(2)} × addBulk (rounds: ${each(key)})`,
     ...(goal ? { goal: '≥ 0.5 × addBulk', met: share(median(key)) >= 0.5 } : {}),
   });
-  const figures = Object.fromEntries((['addBulk', 'library', 'post1', 'post4', 'cli', 'cliNoStartup', 'startupMs'] as const).map((k) => [k, { median: round(median(k)), rounds: r.runs.map((run) => round(run[k])) }]));
+  const figures = Object.fromEntries(
+    (['addBulk', 'library', 'post1', 'post4', 'cli', 'cliNoStartup', 'startupMs'] as const).map((k) => [
+      k,
+      { median: round(median(k)), rounds: r.runs.map((run) => round(run[k])) },
+    ]),
+  );
   publish({
     bench: 'intake',
     title: 'Intake (`bench/intake.ts`)',
     command: `npm run bench:intake -- --events ${r.n} --rounds ${r.rounds}`,
     machine: machineAtEnd(r.machine),
-    figures: { events: r.n, rounds: r.rounds, recorded: r.recorded, ...figures, postToAddBulk: round(share(median('post1')), 2), enqueueToAddBulk: round(share(median('cli')), 2) },
+    figures: {
+      events: r.n,
+      rounds: r.rounds,
+      recorded: r.recorded,
+      ...figures,
+      postToAddBulk: round(share(median('post1')), 2),
+      enqueueToAddBulk: round(share(median('cli')), 2),
+    },
     rows: [
       { figure: 'BullMQ addBulk (500 per call)', value: `${addBulk.toFixed(0)} jobs/s (rounds: ${each('addBulk')})` },
       row('publishBatches in-process, 500 per call', 'library', false),
@@ -215,7 +243,7 @@ function report(r: { machine: Machine; n: number; rounds: number; recorded: numb
     ],
     notes: [
       `${r.n} new events per path and round, ${r.rounds} rounds; the paths take turns within each round and the medians are shown. Each accepted event is a PostgreSQL row plus its first audit row (one statement per chunk; states are read back only for batches already known) and a BullMQ job (addBulk); no worker consumes the jobs.`,
-      'publishBatches: the library call in the benchmark\'s own process, 500 events per call, one at a time: validation, one INSERT of rows and audit rows, then addBulk (recorded before queued, so the two never overlap).',
+      "publishBatches: the library call in the benchmark's own process, 500 events per call, one at a time: validation, one INSERT of rows and audit rows, then addBulk (recorded before queued, so the two never overlap).",
       'POST: a child process running the worker\'s HTTP server only (no sync worker), the benchmark as client, one request in flight (and four, for comparison). enqueue: `node bin/classroom-sync.js enqueue FILE` timed from spawn to exit; "without start-up" subtracts the time of the same command on an empty file (loading tsx and the sources, connecting, closing).',
       'addBulk: `Queue.addBulk` of the same job shape (id, data, options), 500 per call, one call at a time, on its own queue prefix.',
     ],

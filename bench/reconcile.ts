@@ -18,6 +18,7 @@ import { SANDBOX_DEFAULTS, loadConfig } from '../src/config.ts';
 import { runMigrations } from '../src/db/migrate.ts';
 import { createLogger } from '../src/logger.ts';
 import { runReconciliation } from '../src/reconcile/run.ts';
+import { reconcileDepsOf, reconcileOptionsOf } from '../src/reconcile/setup.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { sandboxOptionsFromConfig, startSandbox } from '../src/sandbox/index.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish } from './support/report.ts';
@@ -53,10 +54,7 @@ async function main(): Promise<void> {
     try {
       const queries = countQueries(runtime.database.pool);
       const result = await measure(() =>
-        runReconciliation(
-          { db: runtime.database.db, classroom: runtime.classroom, queue: runtime.queue, logger: runtime.logger },
-          { trigger: 'bench', defaultInstituteId: config.classroom.instituteId, stuckAfterMs: 60_000, listLimit: 10 },
-        ),
+        runReconciliation(reconcileDepsOf(runtime), { trigger: 'bench', ...reconcileOptionsOf(config), stuckAfterMs: 60_000, listLimit: 10 }),
       );
       print({ n, ...result, dbRoundTrips: queries() }, machine);
     } finally {
@@ -121,7 +119,15 @@ async function measure<T extends { counts: object; repairs: object; ok: boolean;
   const wallMs = performance.now() - started;
   clearInterval(sampler);
   peak = Math.max(peak, process.memoryUsage().rss);
-  return { wallMs: Math.round(wallMs), peakRssMb: mb(peak), baselineRssMb: mb(baseline), ok: report.ok, phasesMs: report.phasesMs, counts: report.counts, repairs: report.repairs };
+  return {
+    wallMs: Math.round(wallMs),
+    peakRssMb: mb(peak),
+    baselineRssMb: mb(baseline),
+    ok: report.ok,
+    phasesMs: report.phasesMs,
+    counts: report.counts,
+    repairs: report.repairs,
+  };
 }
 
 /** Counts statements sent through the pool (drizzle uses pool.query); the query still runs for real. */
@@ -135,9 +141,25 @@ function countQueries(pool: pg.Pool): () => number {
   return () => count;
 }
 
-function print(result: { n: number; wallMs: number; peakRssMb: number; baselineRssMb: number; dbRoundTrips: number; ok: boolean; phasesMs: Record<string, number>; counts: object; repairs: object }, machine: Machine) {
+function print(
+  result: {
+    n: number;
+    wallMs: number;
+    peakRssMb: number;
+    baselineRssMb: number;
+    dbRoundTrips: number;
+    ok: boolean;
+    phasesMs: Record<string, number>;
+    counts: object;
+    repairs: object;
+  },
+  machine: Machine,
+) {
   const { n, ...figures } = result;
-  const list = (o: object) => Object.entries(o).map(([k, v]) => `${k}=${v}`).join(' ');
+  const list = (o: object) =>
+    Object.entries(o)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ');
   publish({
     bench: 'reconcile',
     title: 'Reconciliation (`bench/reconcile.ts`)',

@@ -1,5 +1,8 @@
 // The only reader of process.env. Parsed once, validated, frozen; a bad variable fails fast by name.
 import { z } from 'zod';
+import { resolveAccounts } from './accounts/resolve.ts';
+import type { Account } from './accounts/types.ts';
+import { type ClassroomSettings, classroomFields as f } from './classroom/settings.ts';
 import { parseDuration } from './duration.ts';
 import { hasHashTag, isClusterUrl, redisUrlProblem } from './redis-url.ts';
 
@@ -13,12 +16,6 @@ export const SANDBOX_DEFAULTS = Object.freeze({
   CLASSROOM_USER_AGENT: 'VendorIntegrations/sandbox',
   CLASSROOM_NAMESPACE: 'sandbox',
 });
-
-const safeToken = z
-  .string()
-  .min(1)
-  .max(128)
-  .regex(/^[A-Za-z0-9._~-]+$/, 'must be letters, digits, ".", "_", "~" or "-" (no "/", "?", "#" or spaces)');
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const duration = z.string().transform((value, ctx) => {
@@ -48,25 +45,19 @@ const envSchema = z.object({
     .regex(/^[A-Za-z0-9_{}.-]+$/, 'must be letters, digits, "_", "-", "." or a {hash tag}')
     .default('classroom-sync'),
 
-  CLASSROOM_BASE_URL: z.url({ protocol: /^https?$/ }).default(SANDBOX_DEFAULTS.CLASSROOM_BASE_URL),
-  CLASSROOM_USER_ID: z.string().min(1).max(200).default(SANDBOX_DEFAULTS.CLASSROOM_USER_ID),
-  CLASSROOM_API_KEY: z
-    .string()
-    .regex(/^[A-Za-z0-9]{32}$/, 'must be the 32-character alphanumeric key issued with the user id')
-    .default(SANDBOX_DEFAULTS.CLASSROOM_API_KEY),
-  CLASSROOM_X_API_KEY: z.string().min(1).max(500).default(SANDBOX_DEFAULTS.CLASSROOM_X_API_KEY),
-  CLASSROOM_INSTITUTE_ID: safeToken.default(SANDBOX_DEFAULTS.CLASSROOM_INSTITUTE_ID),
-  CLASSROOM_USER_AGENT: z.string().min(1).max(300).default(SANDBOX_DEFAULTS.CLASSROOM_USER_AGENT),
-  CLASSROOM_NAMESPACE: z.string().min(1).max(200).default(SANDBOX_DEFAULTS.CLASSROOM_NAMESPACE),
-  CLASSROOM_NAMESPACE_HEADER: z
-    .string()
-    .regex(/^[A-Za-z0-9-]+$/, 'must be an HTTP header name')
-    .transform((h) => h.toLowerCase())
-    .default('x-service-namespace'),
-  CLASSROOM_ADD_CLASS_PATH: z.string().regex(/^\/[A-Za-z0-9/_-]*$/, 'must be a path starting with "/"').default('/addClass'),
-  CLASSROOM_EDIT_CLASS_METHOD: z.enum(['POST', 'PUT']).default('POST'),
+  CLASSROOM_BASE_URL: f.baseUrl.default(SANDBOX_DEFAULTS.CLASSROOM_BASE_URL),
+  CLASSROOM_USER_ID: f.userId.default(SANDBOX_DEFAULTS.CLASSROOM_USER_ID),
+  CLASSROOM_API_KEY: f.apiKey.default(SANDBOX_DEFAULTS.CLASSROOM_API_KEY),
+  CLASSROOM_X_API_KEY: f.xApiKey.default(SANDBOX_DEFAULTS.CLASSROOM_X_API_KEY),
+  CLASSROOM_INSTITUTE_ID: f.instituteId.default(SANDBOX_DEFAULTS.CLASSROOM_INSTITUTE_ID),
+  CLASSROOM_USER_AGENT: f.userAgent.default(SANDBOX_DEFAULTS.CLASSROOM_USER_AGENT),
+  CLASSROOM_NAMESPACE: f.namespace.default(SANDBOX_DEFAULTS.CLASSROOM_NAMESPACE),
+  CLASSROOM_NAMESPACE_HEADER: f.namespaceHeader.default('x-service-namespace'),
+  CLASSROOM_ADD_CLASS_PATH: f.addClassPath.default('/addClass'),
+  CLASSROOM_EDIT_CLASS_METHOD: f.editClassMethod.default('POST'),
+  CLASSROOM_ACCOUNTS_FILE: z.string().min(1).optional(),
   CLASSROOM_TIMEOUT: duration.default(10_000),
-  CLASSROOM_RATE_LIMIT_PER_MINUTE: int(1, 1_000_000).default(500),
+  CLASSROOM_RATE_LIMIT_PER_MINUTE: f.ratePerMinute.default(500),
   CLASSROOM_THROTTLE_PAUSE: duration.default(15_000),
   CLASSROOM_CLASS_NAME_TEMPLATE: z
     .string()
@@ -74,16 +65,21 @@ const envSchema = z.object({
     .max(200)
     .refine((t) => t.includes('{name}') || t.includes('{batchId}'), 'must contain {name} or {batchId}')
     .default('{name}'),
+  CLASSROOM_NAME_MIN_CUT: int(1, 200).default(16),
+  CLASSROOM_KEY_PROBE_EVERY: duration.default(30_000),
 
   SYNC_CONCURRENCY: int(1, 1000).default(8),
+  SYNC_BACKGROUND_CONCURRENCY: int(1, 100).default(2),
   SYNC_ATTEMPTS: int(1, 100).default(10),
   SYNC_BACKOFF_BASE: duration.default(1_000),
   SYNC_BACKOFF_MAX: duration.default(5 * 60_000),
   SYNC_LEASE: duration.default(60_000),
   SYNC_JOB_LOCK: duration.default(30_000),
   SYNC_SETTLE: duration.default(5_000),
+  SYNC_READ_LAG: duration.default(30_000),
   SYNC_SWEEP_EVERY: duration.default(60_000),
   SYNC_STUCK_AFTER: duration.default(2 * 60_000),
+  SYNC_LIVE_LANE_BOUND: duration.default(60_000),
   SHUTDOWN_GRACE: duration.default(30_000),
   RECONCILE_EVERY: duration.default(15 * 60_000),
   BATCH_EVENTS_RETENTION: duration.default(30 * 86_400_000),
@@ -94,6 +90,8 @@ const envSchema = z.object({
 });
 
 export type Env = z.input<typeof envSchema>;
+/** Every environment variable `loadConfig` reads (tests hold .env.example, the README and compose to it). */
+export const CONFIG_VARIABLES: readonly (keyof Env)[] = Object.freeze(Object.keys(envSchema.shape) as (keyof Env)[]);
 type Parsed = z.output<typeof envSchema>;
 
 export interface Config {
@@ -102,32 +100,28 @@ export interface Config {
   readonly databaseUrl: string;
   readonly redisUrl: string;
   readonly queuePrefix: string;
-  readonly classroom: Readonly<{
-    baseUrl: string;
-    userId: string;
-    apiKey: string;
-    xApiKey: string;
-    instituteId: string;
-    userAgent: string;
-    namespace: string;
-    namespaceHeader: string;
-    addClassPath: string;
-    editClassMethod: 'POST' | 'PUT';
-    timeoutMs: number;
-    rateLimitPerMinute: number;
-    throttlePauseMs: number;
-    classNameTemplate: string;
-  }>;
+  /** The default account's settings; `instituteId` is where batches sent without one go. */
+  readonly classroom: Readonly<ClassroomSettings>;
+  /** Every account, the default one included (one, "default", without CLASSROOM_ACCOUNTS_FILE). */
+  readonly accounts: readonly Account[];
+  /** CLASSROOM_ACCOUNTS_FILE, when set. */
+  readonly accountsFile: string | undefined;
   readonly sync: Readonly<{
     concurrency: number;
+    /** Jobs of the operator and backfill lanes each process runs at once (their own worker slots). */
+    backgroundConcurrency: number;
     attempts: number;
     backoffBaseMs: number;
     backoffMaxMs: number;
     leaseMs: number;
     jobLockMs: number;
     settleMs: number;
+    /** How long after a write the remote may still not show it (404s, absent from the listing). */
+    readLagMs: number;
     sweepEveryMs: number;
     stuckAfterMs: number;
+    /** How long a live batch may wait in its lane before ClassroomSyncLiveLaneSlow fires (exported as a gauge). */
+    liveLaneBoundMs: number;
     shutdownGraceMs: number;
     reconcileEveryMs: number;
     eventsRetentionMs: number;
@@ -138,10 +132,7 @@ export interface Config {
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
   constructor(readonly problems: readonly { variable: string; reason: string }[]) {
-    super(
-      `Invalid configuration; fix these environment variables and start again:\n` +
-        problems.map((p) => `  ${p.variable}: ${p.reason}`).join('\n'),
-    );
+    super(`Invalid configuration; fix these environment variables and start again:\n${problems.map((p) => `  ${p.variable}: ${p.reason}`).join('\n')}`);
   }
 }
 
@@ -150,9 +141,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const env = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ''));
   const result = envSchema.safeParse(env);
   if (!result.success) {
-    throw new ConfigError(
-      result.error.issues.map((issue) => ({ variable: String(issue.path[0] ?? '?'), reason: issue.message })),
-    );
+    throw new ConfigError(result.error.issues.map((issue) => ({ variable: String(issue.path[0] ?? '?'), reason: issue.message })));
   }
   const e = result.data;
   if (e.SYNC_LEASE < e.CLASSROOM_TIMEOUT * 3) {
@@ -160,13 +149,41 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       { variable: 'SYNC_LEASE', reason: `must be at least 3 × CLASSROOM_TIMEOUT (${e.CLASSROOM_TIMEOUT * 3} ms) so a request always ends inside its lease` },
     ]);
   }
+  const accounts = accountsOf(e, env.CLASSROOM_INSTITUTE_ID !== undefined);
   return deepFreeze({
     env: e.NODE_ENV,
     logLevel: e.LOG_LEVEL,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     queuePrefix: queuePrefixFor(e.REDIS_URL, e.QUEUE_PREFIX, env.QUEUE_PREFIX !== undefined),
-    classroom: {
+    classroom: { ...accounts.defaultAccount.classroom, instituteId: accounts.defaultInstituteId },
+    accounts: accounts.accounts,
+    accountsFile: e.CLASSROOM_ACCOUNTS_FILE,
+    sync: {
+      concurrency: e.SYNC_CONCURRENCY,
+      backgroundConcurrency: e.SYNC_BACKGROUND_CONCURRENCY,
+      attempts: e.SYNC_ATTEMPTS,
+      backoffBaseMs: e.SYNC_BACKOFF_BASE,
+      backoffMaxMs: e.SYNC_BACKOFF_MAX,
+      leaseMs: e.SYNC_LEASE,
+      jobLockMs: e.SYNC_JOB_LOCK,
+      settleMs: e.SYNC_SETTLE,
+      readLagMs: e.SYNC_READ_LAG,
+      sweepEveryMs: e.SYNC_SWEEP_EVERY,
+      stuckAfterMs: e.SYNC_STUCK_AFTER,
+      liveLaneBoundMs: e.SYNC_LIVE_LANE_BOUND,
+      shutdownGraceMs: e.SHUTDOWN_GRACE,
+      reconcileEveryMs: e.RECONCILE_EVERY,
+      eventsRetentionMs: e.BATCH_EVENTS_RETENTION,
+    },
+    http: { port: e.PORT, host: e.HOST, apiToken: e.API_TOKEN },
+  });
+}
+
+/** The CLASSROOM_* settings as the default account, and the accounts file's accounts (src/accounts). */
+function accountsOf(e: Parsed, instituteExplicit: boolean) {
+  const result = resolveAccounts({
+    env: {
       baseUrl: e.CLASSROOM_BASE_URL.replace(/\/+$/, ''),
       userId: e.CLASSROOM_USER_ID,
       apiKey: e.CLASSROOM_API_KEY,
@@ -181,23 +198,14 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       rateLimitPerMinute: e.CLASSROOM_RATE_LIMIT_PER_MINUTE,
       throttlePauseMs: e.CLASSROOM_THROTTLE_PAUSE,
       classNameTemplate: e.CLASSROOM_CLASS_NAME_TEMPLATE,
+      nameMinCut: e.CLASSROOM_NAME_MIN_CUT,
+      keyProbeEveryMs: e.CLASSROOM_KEY_PROBE_EVERY,
     },
-    sync: {
-      concurrency: e.SYNC_CONCURRENCY,
-      attempts: e.SYNC_ATTEMPTS,
-      backoffBaseMs: e.SYNC_BACKOFF_BASE,
-      backoffMaxMs: e.SYNC_BACKOFF_MAX,
-      leaseMs: e.SYNC_LEASE,
-      jobLockMs: e.SYNC_JOB_LOCK,
-      settleMs: e.SYNC_SETTLE,
-      sweepEveryMs: e.SYNC_SWEEP_EVERY,
-      stuckAfterMs: e.SYNC_STUCK_AFTER,
-      shutdownGraceMs: e.SHUTDOWN_GRACE,
-      reconcileEveryMs: e.RECONCILE_EVERY,
-      eventsRetentionMs: e.BATCH_EVENTS_RETENTION,
-    },
-    http: { port: e.PORT, host: e.HOST, apiToken: e.API_TOKEN },
+    instituteExplicit,
+    file: e.CLASSROOM_ACCOUNTS_FILE,
   });
+  if (!result.ok) throw new ConfigError(result.problems.map((reason) => ({ variable: 'CLASSROOM_ACCOUNTS_FILE', reason })));
+  return result;
 }
 
 /**
@@ -219,4 +227,16 @@ function queuePrefixFor(redisUrl: string, prefix: string, explicit: boolean): st
 function deepFreeze<T extends object>(value: T): T {
   for (const child of Object.values(value)) if (child && typeof child === 'object') deepFreeze(child);
   return Object.freeze(value);
+}
+
+/**
+ * The configuration with `patch` applied to the default account (and `config.classroom`), or with
+ * `every: true` to every account (the demo points them all at its own sandbox).
+ */
+export function withClassroom(config: Config, patch: Partial<ClassroomSettings>, options: { every?: boolean } = {}): Config {
+  const target = config.accounts.find((a) => a.instituteIds.includes(config.classroom.instituteId) || a.anyInstitute) ?? config.accounts[0];
+  const accounts = config.accounts.map((account) =>
+    options.every || account === target ? { ...account, classroom: { ...account.classroom, ...patch } } : account,
+  );
+  return { ...config, classroom: { ...config.classroom, ...patch }, accounts };
 }

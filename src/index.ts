@@ -17,13 +17,13 @@ export {
   type AcceptedBatch,
   type PublishDeps,
   type PublishOutcome,
-} from './events/publish.ts';
-export { parseBatchCreated, InvalidEventError, type BatchCreated, type BatchCreatedInput, type FieldProblem } from './events/schema.ts';
+} from './intake/publish.ts';
+export { parseBatchCreated, InvalidEventError, type BatchCreated, type BatchCreatedInput, type FieldProblem } from './intake/schema.ts';
 
 // Reading mappings.
 export { getBatch, listBatches, type BatchPage, type ListBatchesQuery } from './library/mappings.ts';
-export { countByState, type BatchView } from './commands/status.ts';
-export { BATCH_STATES, TERMINAL_STATES, type BatchState } from './db/schema/index.ts';
+export { countByState, type BatchView } from './read-model/index.ts';
+export { BATCH_STATES, TERMINAL_STATES, type BatchState } from './mapping/index.ts';
 export { maskJoinLink } from './logger.ts';
 
 // Configuration.
@@ -45,6 +45,7 @@ export {
 export { runMigrations, DatabaseUnreachableError } from './db/migrate.ts';
 export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.ts';
 export { createSyncWorker, type SyncWorker, type SyncWorkerOptions } from './sync/worker.ts';
+export { abandonBatches, undoAbandon, BatchAbandonedError, type AbandonResult, type UndoAbandonResult } from './sync/abandon.ts';
 
 // The local stand-in for the remote, for the integrator's own tests.
 export { startSandbox, sandboxOptionsFromConfig, type RunningSandbox, type SandboxOptions } from './sandbox/index.ts';

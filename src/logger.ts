@@ -1,6 +1,7 @@
 // The pino root. Secrets never reach a line: known secret paths are censored, join links are
 // masked to a short prefix, and errors are reduced to whitelisted fields (so an HTTP client's
 // error can never drag its request headers into a log).
+import { DrizzleQueryError } from 'drizzle-orm/errors';
 import pino, { type Logger } from 'pino';
 import { isClassroomError } from './classroom/errors.ts';
 
@@ -41,6 +42,11 @@ export function maskJoinLink(link: string | null | undefined): string | null {
 /** Turns any thrown value into a log-safe object: name, message, kind, status, code, stack. */
 export function serializeError(error: unknown): Record<string, unknown> {
   if (isClassroomError(error)) return { type: error.name, ...error.toSafeJSON(), stack: error.stack };
+  if (error instanceof DrizzleQueryError) {
+    // Its message lists the statement's parameters, which can hold a join link: the cause says why it failed.
+    const cause = error.cause === undefined ? {} : { cause: serializeError(error.cause) };
+    return { type: error.name, message: 'a PostgreSQL statement failed (parameters withheld)', ...cause };
+  }
   if (error instanceof Error) {
     const { code } = error as { code?: unknown };
     return { type: error.name, message: error.message, ...(code === undefined ? {} : { code }), stack: error.stack };

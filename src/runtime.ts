@@ -2,14 +2,15 @@
 // in reverse order. Commands, the HTTP server and tests all start here.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { type ClassroomClient, type ClassroomHooks, createClassroomClient } from './classroom/client.ts';
+import { type RemoteObservers, type Remotes, createRemotes } from './accounts/remotes.ts';
 import type { Config } from './config.ts';
 import { type Database, createDatabase } from './db/client.ts';
+import type { PublishDeps } from './intake/publish.ts';
 import { type Logger, createLogger } from './logger.ts';
-import { type RateLimiter, createRateLimiter } from './ratelimit/limiter.ts';
+import type { CredentialsBreaker } from './ratelimit/breaker.ts';
 import { type Redis, createRedis } from './redis.ts';
-import { type SyncQueue, createSyncQueue, settleQueue } from './sync/queue.ts';
-import { createHash } from 'node:crypto';
+import { within } from './timeout.ts';
+import { type SyncQueue, closeQueues, createSyncQueue, settleQueue } from './sync/queue.ts';
 
 export interface Runtime {
   config: Config;
@@ -18,17 +19,14 @@ export interface Runtime {
   /** For queues and producers. */
   redis: Redis;
   queue: SyncQueue;
-  limiter: RateLimiter;
-  classroom: ClassroomClient;
+  /** Per account: its classroom client, rate limiter and credentials breaker (src/accounts). */
+  remotes: Remotes;
   workerId: string;
   close(): Promise<void>;
 }
 
-export interface RuntimeOptions {
+export interface RuntimeOptions extends RemoteObservers {
   logger?: Logger;
-  /** Extra observers of remote calls (metrics, audit). */
-  classroomHooks?: Pick<ClassroomHooks, 'afterCall'>;
-  onRateLimitWait?: (ms: number) => void;
 }
 
 export function createRuntime(config: Config, options: RuntimeOptions = {}): Runtime {
@@ -38,17 +36,15 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
   const queue = createSyncQueue({ connection: redis, prefix: config.queuePrefix, attempts: config.sync.attempts });
   // Without a listener an 'error' event (Redis unreachable) would end the process.
   queue.on('error', (error) => logger.warn({ err: error }, 'queue connection error; will keep retrying'));
-  const limiter = createRateLimiter({
+  const { logger: _logger, ...observers } = options;
+  const remotes = createRemotes({
+    accounts: config.accounts,
+    defaultAccount: defaultAccountOf(config),
+    queuePrefix: config.queuePrefix,
     redis,
-    key: `${config.queuePrefix}:ratelimit:${apiKeyFingerprint(config)}`,
-    callsPerMinute: config.classroom.rateLimitPerMinute,
-    ...(options.onRateLimitWait ? { onWait: options.onRateLimitWait } : {}),
-  });
-  const classroom = createClassroomClient(config.classroom, {
-    beforeCall: async () => {
-      await limiter.acquire();
-    },
-    ...(options.classroomHooks?.afterCall ? { afterCall: options.classroomHooks.afterCall } : {}),
+    logger,
+    observers,
+    onRefused: (breaker, call, account) => openBreaker(breaker, call, logger, account),
   });
   const workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   return {
@@ -57,22 +53,50 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     database,
     redis,
     queue,
-    limiter,
-    classroom,
+    remotes,
     workerId,
     async close() {
       await settleQueue(queue);
-      await queue.close().catch(() => {});
+      await closeQueues(queue).catch((error: unknown) => logger.warn({ err: error }, 'closing the queues failed; their connection is closed next'));
       // quit() waits for queued commands, which never run while Redis is unreachable: bound it.
-      const quit = redis.quit().then(() => true, () => false);
-      const timedOut = new Promise<false>((resolve) => setTimeout(() => resolve(false), 2_000).unref());
-      if (!(await Promise.race([quit, timedOut]))) redis.disconnect();
+      const quit = await within(redis.quit(), 2_000).catch(() => ({ done: false }));
+      if (!quit.done) redis.disconnect();
       await database.close();
     },
   };
 }
 
-/** One budget per API key, without putting the key itself into a Redis key name. */
-function apiKeyFingerprint(config: Config): string {
-  return createHash('sha256').update(`${config.classroom.userId}:${config.classroom.apiKey}`).digest('hex').slice(0, 16);
+/** Opens the breaker; only the process whose call opened it logs (one line for the fleet). */
+export function openBreaker(
+  breaker: CredentialsBreaker,
+  refusal: { httpStatus?: number | undefined; bodyStatus?: number | undefined; error?: string | undefined },
+  logger: Logger,
+  account?: string,
+): void {
+  const status = refusal.httpStatus === 401 || refusal.httpStatus === 403 ? refusal.httpStatus : refusal.bodyStatus;
+  breaker.open({ status, reason: refusal.error ?? 'credentials refused' }).then(
+    (opened) => {
+      if (opened) {
+        logger.error(
+          { breaker: 'open', status, account },
+          `the classroom service refuses the API key${account ? ` of account ${account}` : ''} (${refusal.error ?? `HTTP ${status}`}): every worker stops calling it for this account and one probes it periodically; its batches wait and use no attempt`,
+        );
+      }
+    },
+    (error: unknown) => logger.warn({ err: error }, 'could not open the credentials breaker in Redis; calls will keep being refused one by one'),
+  );
+}
+
+/** The name of the account serving the default institute. */
+export function defaultAccountOf(config: Pick<Config, 'accounts' | 'classroom'>): string {
+  const serving = config.accounts.find((account) => account.instituteIds.includes(config.classroom.instituteId));
+  return (serving ?? config.accounts[0])?.name ?? 'default';
+}
+
+/** What intake needs to record and enqueue events: the one place these dependencies are put together. */
+export function publishDepsOf(rt: Pick<Runtime, 'database' | 'queue' | 'logger'> & { config: Pick<Config, 'classroom' | 'accounts'> }): PublishDeps {
+  const { instituteId, classNameTemplate } = rt.config.classroom;
+  // Without an accounts file the one account syncs any institute: nothing is refused for its institute.
+  const servedInstitutes = rt.config.accounts.some((a) => a.anyInstitute) ? undefined : new Set(rt.config.accounts.flatMap((a) => a.instituteIds));
+  return { db: rt.database.db, queue: rt.queue, logger: rt.logger, defaults: { instituteId, classNameTemplate, servedInstitutes } };
 }

@@ -74,8 +74,7 @@ function firstMatch(child: ChildProcess, pattern: RegExp, what: string, timeoutM
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       if (found) return;
       buffer += chunk;
-      let nl: number;
-      while ((nl = buffer.indexOf('\n')) >= 0) {
+      for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
         const line = buffer.slice(0, nl);
         buffer = buffer.slice(nl + 1);
         const match = pattern.exec(line);

@@ -35,7 +35,7 @@ export function summarize(
   top = 25,
 ): { totalMs: number; byFunction: [string, number][]; byOwner: [string, number][]; byResponsible: [string, number][] } {
   const self = new Map<number, number>();
-  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  for (const [i, id] of profile.samples.entries()) self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
   const parent = new Map<number, Node>();
   for (const node of profile.nodes) {
     for (const child of node.children ?? []) parent.set(child, node);
@@ -60,7 +60,11 @@ export function summarize(
     if (frame) responsible = ownerOf(frame.callFrame.url, frame.callFrame.functionName);
     byResponsible.set(responsible, (byResponsible.get(responsible) ?? 0) + us);
   }
-  const sorted = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, v]) => [k, v / 1000] as [string, number]);
+  const sorted = (m: Map<string, number>) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, v]) => [k, v / 1000] as [string, number]);
   return { totalMs: total / 1000, byFunction: sorted(byFunction), byOwner: sorted(byOwner), byResponsible: sorted(byResponsible) };
 }
 

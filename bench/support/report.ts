@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 
 const RESULTS = fileURLToPath(new URL('../RESULTS.md', import.meta.url));
 /** Section order in RESULTS.md. */
-const ORDER = ['rate-limit', 'latency', 'cost', 'intake', 'reconcile'];
+const ORDER = ['rate-limit', 'latency', 'cost', 'intake', 'reconcile', 'lanes', 'accounts'];
 
 export interface Machine {
   cores: number;
@@ -85,7 +85,7 @@ const HEADER = `# Benchmark results
 
 The last figures of each benchmark under \`bench/\`, written by the benchmark itself (\`npm run bench\`
 runs them all; \`npm run bench:<name>\` one). Each run replaces its own section. What each measures,
-and why a figure misses its goal, is in the README's "Performance" section and in the notes below.
+and why a figure misses its goal, is in docs/performance.md and in the notes below.
 `;
 
 function writeSection(bench: string, body: string): void {

@@ -5,9 +5,10 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { SANDBOX_DEFAULTS } from '../../src/config.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
-import { PG_SERVER, REDIS_URL, dropDatabase, dropQueueKeys } from '../../test/helpers/harness.ts';
+import { PG_SERVER, REDIS_URL, dropDatabase, dropQueueKeys, publishDepsOf } from '../../test/helpers/harness.ts';
 
-export { PG_SERVER, REDIS_URL };
+// publishDepsOf(runtime): what publishBatches needs, built in one place for the tests and benchmarks.
+export { PG_SERVER, REDIS_URL, publishDepsOf };
 
 export interface Scratch {
   databaseName: string;

@@ -11,34 +11,70 @@ export type FailureKind =
   /** The remote said "too many requests": nothing was done; wait, then retry without counting an attempt. */
   | 'throttled'
   /** The request may have taken effect (timeout, reset after sending, 5xx, unreadable 2xx body). */
-  | 'outcome_unknown';
+  | 'outcome_unknown'
+  /**
+   * The remote refused the credentials themselves (HTTP 401), or the fleet's credentials breaker is
+   * open and the request was not sent. Nothing about the batch is wrong: wait, use no attempt.
+   */
+  | 'credentials_refused';
+
+/**
+ * What exactly happened, for machines (logs, tests, the audit trail's reasoning): the kind says what
+ * a retry may do, the reason says why.
+ */
+export type FailureReason =
+  /** Not sent: no connection could be opened, fetch refuses the port, the rate limiter was unreachable, the key is known to be refused, an unsafe id. */
+  | 'connect_failed'
+  | 'bad_port'
+  | 'limiter_unavailable'
+  | 'breaker_open'
+  | 'unsafe_id'
+  /** Sent, outcome unknown: no answer in time, the connection dropped, an answer we cannot read. */
+  | 'timeout'
+  | 'connection_lost'
+  | 'not_envelope'
+  | 'unexpected_shape'
+  | 'unusable_class_id'
+  | 'body_status_missing'
+  /** The remote answered with this HTTP status, or this `status` in a 2xx body. */
+  | `http_${number}`
+  | `body_status_${number}`;
 
 export interface ClassroomErrorDetails {
   operation: ClassroomOperation;
+  /** Defaults to what the statuses say (`http_<status>`, `body_status_<status>`); required when neither is known. */
+  reason?: FailureReason | undefined;
   httpStatus?: number | undefined;
   bodyStatus?: number | undefined;
   retryAfterMs?: number | undefined;
+  /** The `message` of the remote's answer, as it said it (the service has no error codes). */
+  remoteMessage?: string | undefined;
   cause?: unknown;
 }
 
 /** Base class. Messages never contain credentials or join links: they are safe to log and store. */
 export abstract class ClassroomError extends Error {
   abstract readonly kind: FailureKind;
+  readonly reason: FailureReason;
   readonly operation: ClassroomOperation;
   readonly httpStatus: number | undefined;
   readonly bodyStatus: number | undefined;
+  readonly remoteMessage: string | undefined;
 
   constructor(message: string, details: ClassroomErrorDetails) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.operation = details.operation;
+    this.reason = details.reason ?? reasonOfStatuses(details);
     this.httpStatus = details.httpStatus;
     this.bodyStatus = details.bodyStatus;
+    this.remoteMessage = details.remoteMessage;
   }
 
   /** What a log line or the mapping table may hold about this error. */
   toSafeJSON(): Record<string, unknown> {
     return {
       kind: this.kind,
+      reason: this.reason,
       operation: this.operation,
       httpStatus: this.httpStatus,
       bodyStatus: this.bodyStatus,
@@ -73,6 +109,24 @@ export class OutcomeUnknownError extends ClassroomError {
   readonly kind = 'outcome_unknown';
 }
 
+export class CredentialsRefusedError extends ClassroomError {
+  override readonly name = 'CredentialsRefusedError';
+  readonly kind = 'credentials_refused';
+  /** False when the breaker stopped the request before it left (the key is known to be refused). */
+  readonly sent: boolean;
+  constructor(message: string, details: ClassroomErrorDetails & { sent: boolean }) {
+    super(message, details);
+    this.sent = details.sent;
+  }
+}
+
+function reasonOfStatuses(details: ClassroomErrorDetails): FailureReason {
+  if (details.bodyStatus !== undefined) return `body_status_${details.bodyStatus}`;
+  if (details.httpStatus !== undefined) return `http_${details.httpStatus}`;
+  // Every error raised without a status names its reason; this is only a guard for a new caller.
+  return 'connection_lost';
+}
+
 export function isClassroomError(value: unknown): value is ClassroomError {
   return value instanceof ClassroomError;
 }
@@ -80,6 +134,7 @@ export function isClassroomError(value: unknown): value is ClassroomError {
 /** Maps an HTTP status (or a body `status`) to the kind of failure it means. */
 export function kindForStatus(status: number): FailureKind {
   if (status === 429) return 'throttled';
+  if (status === 401) return 'credentials_refused';
   if (status === 408 || status >= 500) return 'outcome_unknown';
   if (status >= 400) return 'rejected';
   // 1xx/3xx or a nonsense body status on a 2xx response: we cannot tell what happened.
@@ -96,5 +151,17 @@ export function errorForKind(kind: FailureKind, message: string, details: Classr
       return new ThrottledError(message, details);
     case 'outcome_unknown':
       return new OutcomeUnknownError(message, details);
+    case 'credentials_refused':
+      return new CredentialsRefusedError(message, { ...details, sent: true });
   }
+}
+
+/** The remote answered 404: for a class or an institute, "not known (yet)". */
+export function isNotFound(error: unknown): error is ClassroomError {
+  return isClassroomError(error) && error.kind === 'rejected' && (error.httpStatus === 404 || error.bodyStatus === 404);
+}
+
+/** The remote answered 403: about the key, or about one institute or class; only a probe can tell. */
+export function isForbidden(error: unknown): error is ClassroomError {
+  return isClassroomError(error) && error.kind === 'rejected' && (error.httpStatus === 403 || error.bodyStatus === 403);
 }

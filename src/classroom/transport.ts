@@ -2,41 +2,33 @@
 import { type ClassroomOperation, NotSentError, OutcomeUnknownError, type ClassroomError } from './errors.ts';
 
 /** Failures that happen before a single byte of the request reaches the remote. */
-const NOT_SENT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'ERR_INVALID_URL',
-]);
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ERR_INVALID_URL']);
 
-export function transportError(
-  operation: ClassroomOperation,
-  error: unknown,
-  timeoutMs: number,
-  httpStatus?: number,
-): ClassroomError {
+export function transportError(operation: ClassroomOperation, error: unknown, timeoutMs: number, httpStatus?: number): ClassroomError {
   const name = (error as { name?: string })?.name;
   if (name === 'TimeoutError' || name === 'AbortError') {
     return new OutcomeUnknownError(`${operation} timed out after ${timeoutMs} ms; the remote may still have acted on it`, {
       operation,
       httpStatus,
+      reason: 'timeout',
       cause: error,
     });
   }
   const code = errorCode(error);
   // fetch refuses some URLs before opening a socket (e.g. a blocked port: cause "bad port").
   if ((error as { cause?: { message?: string } })?.cause?.message === 'bad port') {
-    return new NotSentError(`${operation} not sent: fetch refuses this port (set CLASSROOM_BASE_URL to a usable port)`, { operation, cause: error });
+    return new NotSentError(`${operation} not sent: fetch refuses this port (set CLASSROOM_BASE_URL to a usable port)`, {
+      operation,
+      reason: 'bad_port',
+      cause: error,
+    });
   }
   if (code && NOT_SENT_CODES.has(code)) {
-    return new NotSentError(`${operation} not sent: cannot connect (${code})`, { operation, cause: error });
+    return new NotSentError(`${operation} not sent: cannot connect (${code})`, { operation, reason: 'connect_failed', cause: error });
   }
   return new OutcomeUnknownError(
     `${operation} lost its connection (${code ?? (error as Error)?.message ?? 'unknown error'}); the remote may have acted on it`,
-    { operation, httpStatus, cause: error },
+    { operation, httpStatus, reason: 'connection_lost', cause: error },
   );
 }
 

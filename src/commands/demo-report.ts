@@ -1,6 +1,6 @@
 // What the demo prints at the end: the mappings as an aligned table (join links masked: a join
 // link lets anyone into the class), and a summary that shows the exactly-once guard held.
-import type { BatchRow } from '../db/schema/index.ts';
+import type { MappingRow as BatchRow } from '../mapping/index.ts';
 import { maskJoinLink } from '../logger.ts';
 import type { SandboxState } from '../sandbox/index.ts';
 
@@ -34,8 +34,9 @@ export function summarize(rows: readonly BatchRow[], remote: SandboxState, elaps
   const retries = rows.reduce((n, r) => n + Math.max(0, r.attempts - 1), 0);
   const unfinished = rows.filter((r) => r.state !== 'synced');
   const mine = new Set(rows.map((r) => r.className));
-  const duplicates = Object.entries(remote.byName).filter(([name, n]) => mine.has(name) && n > 1);
-  const created = [...mine].reduce((n, name) => n + (remote.byName[name] ?? 0), 0);
+  // By the name as sent: a remote that rewrites names may store two batches' names alike.
+  const duplicates = Object.entries(remote.bySentName).filter(([name, n]) => mine.has(name) && n > 1);
+  const created = [...mine].reduce((n, name) => n + (remote.bySentName[name] ?? 0), 0);
   const faults = Object.values(remote.calls.faultsInjected).reduce((a, b) => a + b, 0);
   const lines = [
     `${synced}/${rows.length} batches synced in ${(elapsedMs / 1000).toFixed(1)} s; ${retries} retries; ` +

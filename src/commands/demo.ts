@@ -1,22 +1,23 @@
 // `npm start` / `classroom-sync demo`: the whole product against the built-in sandbox in one
 // command: checks, migrations, sandbox, worker, sample batches, a live progress bar, and the
 // resulting mappings. It never talks to the real service and never touches real batches: it keeps
-// to a database and queue prefix of its own (see demoSettings).
+// to a database and queue prefix of its own (see demoSettings), emptied at the start of each run.
 import { randomBytes } from 'node:crypto';
-import { inArray } from 'drizzle-orm';
 import pino from 'pino';
-import type { Config } from '../config.ts';
+import { type Config, withClassroom } from '../config.ts';
 import { redactUrl, runMigrations } from '../db/migrate.ts';
-import { type BatchRow, TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
-import { publishBatches } from '../events/publish.ts';
+import { type MappingRow as BatchRow, TERMINAL_STATES } from '../mapping/index.ts';
+import { listBatches } from '../read-model/index.ts';
+import { publishBatches } from '../intake/publish.ts';
 import { createLogger } from '../logger.ts';
-import type { Runtime } from '../runtime.ts';
+import { type Runtime, publishDepsOf } from '../runtime.ts';
 import { mixedFaultRates, sandboxOptionsFromConfig, startSandbox } from '../sandbox/index.ts';
 import { DASHBOARD_PATH } from '../http/dashboard.ts';
 import { type WorkerProcess, startWorker } from './worker.ts';
 import { checkPostgres, checkRedis, formatFinding } from './preflight.ts';
 import { createProgress } from './progress.ts';
 import { formatMappingTable, summarize } from './demo-report.ts';
+import { DemoBusyError, resetDemoData } from './demo-data.ts';
 
 export interface DemoOptions {
   count: number;
@@ -44,6 +45,13 @@ export async function runDemo(baseConfig: Config, options: DemoOptions, io: Demo
   const config = demoSettings(baseConfig, options);
   if (!(await preflight(config, io))) return 1;
   await runMigrations(config.databaseUrl);
+  try {
+    await resetDemoData(config);
+  } catch (error) {
+    if (!(error instanceof DemoBusyError)) throw error;
+    io.out(error.message);
+    return 1;
+  }
   const stop = stopOnSignal();
   const sandbox = await startSandbox(
     { ...sandboxOptionsFromConfig(config), faults: options.failRate ? { rates: mixedFaultRates(options.failRate), hangMs: 1_000 } : {} },
@@ -65,8 +73,13 @@ export async function runDemo(baseConfig: Config, options: DemoOptions, io: Demo
     const summary = summarize(rows, sandbox.state({ classes: false }), Date.now() - started);
     for (const line of summary.lines) io.out(line);
     io.out('');
-    for (const line of serverInfo(worker.url, config.http.apiToken!, baseConfig.http.apiToken === undefined)) io.out(line);
-    if (!options.once && !stop.signal.aborted) await serve(worker.url, config, baseConfig.http.apiToken === undefined, io, stop.signal);
+    // With --once (or after Ctrl-C) the servers stop right after this: no URLs or token for them.
+    if (options.once || stop.signal.aborted) {
+      io.out('The dashboard, batch API and metrics stopped with this run; `npm start` without --once keeps them up.');
+    } else {
+      for (const line of serverInfo(worker.url, config.http.apiToken!, baseConfig.http.apiToken === undefined)) io.out(line);
+      await serve(worker.url, config, baseConfig.http.apiToken === undefined, io, stop.signal);
+    }
     return summary.allSynced ? 0 : 1;
   } finally {
     stop.dispose();
@@ -89,6 +102,9 @@ export function demoSettings(config: Config, options: { port?: number } = {}): C
     ...config,
     databaseUrl: url.toString(),
     queuePrefix: prefix,
+    // The built-in sandbox shows every write at once (no replica lag), so the demo need not wait
+    // SYNC_READ_LAG's production default before believing an empty listing.
+    sync: { ...config.sync, readLagMs: Math.min(config.sync.readLagMs, config.sync.settleMs, 2_000) },
     http: { port: options.port ?? config.http.port, host: '127.0.0.1', apiToken: config.http.apiToken ?? randomBytes(24).toString('base64url') },
   };
 }
@@ -98,7 +114,7 @@ function databaseName(url: string): string {
 }
 
 function withBaseUrl(config: Config, baseUrl: string): Config {
-  return { ...config, classroom: { ...config.classroom, baseUrl } };
+  return withClassroom(config, { baseUrl }, { every: true });
 }
 
 async function preflight(config: Config, io: DemoIo): Promise<boolean> {
@@ -106,7 +122,9 @@ async function preflight(config: Config, io: DemoIo): Promise<boolean> {
   const failed = findings.filter((f) => f.status === 'fail');
   if (failed.length === 0) return true;
   for (const f of failed) io.out(formatFinding(f));
-  io.out('The demo needs PostgreSQL and Redis. Start them with `docker compose up -d postgres redis`, or set DATABASE_URL / REDIS_URL, then run `npm start` again.');
+  io.out(
+    'The demo needs PostgreSQL and Redis. Start them with `docker compose up -d postgres redis`, or set DATABASE_URL / REDIS_URL, then run `npm start` again.',
+  );
   return false;
 }
 
@@ -122,15 +140,7 @@ async function publishSamples(runtime: Runtime, count: number): Promise<string[]
     return { batchId: `demo-${runId}-${String(i + 1).padStart(3, '0')}`, name: `${subject} group ${i + 1} (${runId})`, subject };
   });
   const { config } = runtime;
-  const outcomes = await publishBatches(
-    {
-      db: runtime.database.db,
-      queue: runtime.queue,
-      logger: runtime.logger,
-      defaults: { instituteId: config.classroom.instituteId, classNameTemplate: config.classroom.classNameTemplate },
-    },
-    events,
-  );
+  const outcomes = await publishBatches(publishDepsOf(runtime), events);
   const rejected = outcomes.filter((o) => !o.ok);
   if (rejected.length) throw new Error(`sample batches rejected: ${JSON.stringify(rejected)}`);
   return events.map((e) => e.batchId);
@@ -139,7 +149,7 @@ async function publishSamples(runtime: Runtime, count: number): Promise<string[]
 /** Polls the mapping table until every batch is terminal (or the user stops), drawing progress. */
 async function watch(runtime: Runtime, ids: string[], io: DemoIo, signal: AbortSignal): Promise<BatchRow[]> {
   const progress = createProgress({ label: 'synced', total: ids.length, unit: 'batches', stream: io.stream, intervalMs: 1_000 });
-  const read = () => runtime.database.db.select().from(batchClasses).where(inArray(batchClasses.batchId, ids));
+  const read = async () => (await listBatches(runtime.database.db, { batchIds: ids }, { limit: ids.length })).rows;
   let rows = await read();
   try {
     for (;;) {

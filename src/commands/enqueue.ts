@@ -2,8 +2,8 @@
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import split from 'split2';
-import { type PublishDeps, publishBatches } from '../events/publish.ts';
-import type { FieldProblem } from '../events/schema.ts';
+import { type PublishDeps, type PublishOptions, publishBatches } from '../intake/publish.ts';
+import type { FieldProblem } from '../intake/schema.ts';
 
 export interface EnqueueReport {
   lines: number;
@@ -14,11 +14,20 @@ export interface EnqueueReport {
 
 const BATCH = 500;
 
-export async function enqueueNdjson(deps: PublishDeps, input: Readable, onProgress?: (report: EnqueueReport) => void): Promise<EnqueueReport> {
+export async function enqueueNdjson(
+  deps: PublishDeps,
+  input: Readable,
+  onProgress?: (report: EnqueueReport) => void,
+  options: PublishOptions = {},
+): Promise<EnqueueReport> {
   const report: EnqueueReport = { lines: 0, accepted: 0, duplicates: 0, rejected: [] };
   let pending: { line: number; value: unknown }[] = [];
   const flush = async () => {
-    const outcomes = await publishBatches(deps, pending.map((p) => p.value));
+    const outcomes = await publishBatches(
+      deps,
+      pending.map((p) => p.value),
+      options,
+    );
     outcomes.forEach((outcome, i) => {
       if (outcome.ok) {
         report.accepted += 1;

@@ -5,8 +5,8 @@ import { createReadStream } from 'node:fs';
 import { extname } from 'node:path';
 import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse';
-import { type PublishDeps, publishBatches } from '../events/publish.ts';
-import type { FieldProblem } from '../events/schema.ts';
+import { type PublishDeps, publishBatches } from '../intake/publish.ts';
+import type { FieldProblem } from '../intake/schema.ts';
 import { enqueueNdjson } from './enqueue.ts';
 import { createProgress } from './progress.ts';
 
@@ -29,6 +29,8 @@ export class ImportFileError extends Error {
 }
 
 const REQUIRED_COLUMNS = ['batchId', 'name', 'subject'] as const;
+/** Existing batches are history: they sync when nothing live waits (the backfill lane). */
+const BACKFILL = { lane: 'backfill' } as const;
 const CHUNK = 500;
 
 export function formatOf(file: string, explicit?: string): ImportFormat {
@@ -37,14 +39,14 @@ export function formatOf(file: string, explicit?: string): ImportFormat {
   throw new ImportFileError(`cannot tell the format of ${file}: name it .csv, .ndjson or .jsonl, or pass --format csv|ndjson`);
 }
 
-export async function importFile(
-  deps: PublishDeps,
-  input: Readable,
-  format: ImportFormat,
-  onProgress?: (report: ImportReport) => void,
-): Promise<ImportReport> {
+export async function importFile(deps: PublishDeps, input: Readable, format: ImportFormat, onProgress?: (report: ImportReport) => void): Promise<ImportReport> {
   if (format === 'csv') return importCsv(deps, input, onProgress);
-  const report = await enqueueNdjson(deps, input, (r) => onProgress?.({ format, rows: r.lines, accepted: r.accepted, duplicates: r.duplicates, rejected: r.rejected }));
+  const report = await enqueueNdjson(
+    deps,
+    input,
+    (r) => onProgress?.({ format, rows: r.lines, accepted: r.accepted, duplicates: r.duplicates, rejected: r.rejected }),
+    BACKFILL,
+  );
   return { format, rows: report.lines, accepted: report.accepted, duplicates: report.duplicates, rejected: report.rejected };
 }
 
@@ -52,7 +54,11 @@ async function importCsv(deps: PublishDeps, input: Readable, onProgress?: (repor
   const report: ImportReport = { format: 'csv', rows: 0, accepted: 0, duplicates: 0, rejected: [] };
   let pending: { line: number; event: Record<string, string> }[] = [];
   const flush = async () => {
-    const outcomes = await publishBatches(deps, pending.map((p) => p.event));
+    const outcomes = await publishBatches(
+      deps,
+      pending.map((p) => p.event),
+      BACKFILL,
+    );
     outcomes.forEach((outcome, i) => {
       if (!outcome.ok) report.rejected.push({ line: pending[i]!.line, problems: outcome.problems });
       else {
@@ -87,7 +93,12 @@ async function importCsv(deps: PublishDeps, input: Readable, onProgress?: (repor
   if (broken) {
     report.rejected.push({
       line: broken.line,
-      problems: [{ field: '(file)', reason: `is not valid CSV here (${broken.message}); no row after it was imported: fix the file and import it again (rows already imported count as duplicates)` }],
+      problems: [
+        {
+          field: '(file)',
+          reason: `is not valid CSV here (${broken.message}); no row after it was imported: fix the file and import it again (rows already imported count as duplicates)`,
+        },
+      ],
     });
   }
   if (pending.length) await flush();

@@ -5,15 +5,18 @@ import { redactUrl } from '../db/migrate.ts';
 import { type Redis, createRedis, isCluster, pingRedis } from '../redis.ts';
 import { redactRedisUrl } from '../redis-url.ts';
 
-export interface Finding {
-  status: 'ok' | 'fail' | 'warn' | 'note';
+interface Checked {
   /** What was checked, e.g. "PostgreSQL". */
   subject: string;
   /** What was found, in one line. */
   detail: string;
-  /** What to do about it (fail and warn). */
-  fix?: string;
 }
+
+/** One line of `check` (and the demo's preflight); a failure always says what to do about it, a warning may. */
+export type Finding =
+  | (Checked & { status: 'ok' | 'note'; fix?: undefined })
+  | (Checked & { status: 'warn'; fix?: string })
+  | (Checked & { status: 'fail'; fix: string });
 
 const START_THEM = 'Start them with `docker compose up -d postgres redis`, or set DATABASE_URL / REDIS_URL to servers you have';
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -69,7 +72,12 @@ export async function checkRedis(url: string): Promise<Finding> {
   } catch (error) {
     const message = (cause as { code?: string } | undefined)?.code ?? cause?.message ?? (error as Error)?.message ?? String(error);
     if (/NOAUTH|WRONGPASS/i.test(message)) {
-      return { status: 'fail', subject: 'Redis', detail: `${where} refused the login (${message})`, fix: 'Put the password in REDIS_URL, e.g. redis://:PASSWORD@host:6379.' };
+      return {
+        status: 'fail',
+        subject: 'Redis',
+        detail: `${where} refused the login (${message})`,
+        fix: 'Put the password in REDIS_URL, e.g. redis://:PASSWORD@host:6379.',
+      };
     }
     return { status: 'fail', subject: 'Redis', detail: `cannot reach ${where} (${message})`, fix: `${START_THEM}.` };
   } finally {

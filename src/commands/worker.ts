@@ -7,6 +7,7 @@ import type { Logger } from '../logger.ts';
 import { type Metrics, createMetrics } from '../metrics/metrics.ts';
 import { createReconciler } from '../reconcile/scheduler.ts';
 import { type Runtime, createRuntime } from '../runtime.ts';
+import { within } from '../timeout.ts';
 import { type SyncWorker, createSyncWorker } from '../sync/worker.ts';
 
 export interface WorkerProcessOptions {
@@ -28,7 +29,10 @@ export interface WorkerProcess {
 }
 
 export async function startWorker(config: Config, options: WorkerProcessOptions = {}): Promise<WorkerProcess> {
-  const metrics = createMetrics();
+  const metrics = createMetrics({
+    liveLaneBoundMs: config.sync.liveLaneBoundMs,
+    accounts: config.accounts.map((a) => ({ name: a.name, ratePerMinute: a.classroom.rateLimitPerMinute })),
+  });
   const runtime = createRuntime(config, { ...metrics.runtimeOptions, ...(options.logger ? { logger: options.logger } : {}) });
   let http: HttpServer;
   let url: string;
@@ -65,7 +69,7 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
       const results = await Promise.allSettled([
         http.close(),
         sync.close(grace),
-        within(reconciler.close(), grace, () => runtime.logger.warn({ graceMs: grace }, 'reconciliation pass still running; leaving it to the next tick')),
+        bounded(reconciler.close(), grace, () => runtime.logger.warn({ graceMs: grace }, 'reconciliation pass still running; leaving it to the next tick')),
       ]);
       await runtime.close();
       for (const r of results) if (r.status === 'rejected') throw r.reason;
@@ -74,13 +78,8 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
 }
 
 /** Waits for `work` at most `ms`; calls `onTimeout` if it had to give up. */
-async function within(work: Promise<void>, ms: number, onTimeout: () => void): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), ms);
-  });
-  if ((await Promise.race([work, timedOut])) === 'timeout') onTimeout();
-  clearTimeout(timer);
+async function bounded(work: Promise<void>, ms: number, onTimeout: () => void): Promise<void> {
+  if (!(await within(work, ms)).done) onTimeout();
 }
 
 export async function startWorkerProcess(config: Config, options: WorkerProcessOptions = {}): Promise<void> {
@@ -93,7 +92,9 @@ export async function startWorkerProcess(config: Config, options: WorkerProcessO
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
       worker.stop().then(resolve, (error: unknown) => {
+        // The process still exits (a supervisor restarts it), but not with 0: the drain failed.
         logger.error({ err: error }, 'error while stopping');
+        process.exitCode = 1;
         resolve();
       });
     };
@@ -105,10 +106,9 @@ export async function startWorkerProcess(config: Config, options: WorkerProcessO
 
 function portError(error: unknown, port: number): Error {
   if ((error as { code?: unknown }).code === 'EADDRINUSE') {
-    return new Error(
-      `PORT ${port} is already in use (another worker on this host?). Give each worker process its own PORT, or PORT=0 for any free port.`,
-      { cause: error },
-    );
+    return new Error(`PORT ${port} is already in use (another worker on this host?). Give each worker process its own PORT, or PORT=0 for any free port.`, {
+      cause: error,
+    });
   }
   return error instanceof Error ? error : new Error(String(error));
 }

@@ -1,8 +1,9 @@
 // Who may call the API and open the dashboard: whoever holds API_TOKEN. Programs send it as
 // `Authorization: Bearer <token>`; a browser signs in to the dashboard with HTTP Basic (any user
-// name, the token as password), which it then resends on every request of the page.
+// name, the token as password), and then holds a session cookie for the page's own requests.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { DashboardSession } from './dashboard-session.ts';
 
 export const REALM = 'classroom-sync';
 
@@ -19,11 +20,8 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
 }
 
-export interface Presented {
-  scheme: 'bearer' | 'basic' | 'other' | 'none';
-  /** The bearer token, or the Basic password. */
-  secret?: string;
-}
+/** What the Authorization header carries: a bearer token, Basic credentials (the password, if it had a colon), or nothing usable. */
+export type Presented = { scheme: 'bearer'; secret: string } | { scheme: 'basic'; secret?: string } | { scheme: 'other' | 'none' };
 
 /** Reads the Authorization header without ever logging or echoing it. */
 export function presentedCredentials(header: string | undefined): Presented {
@@ -54,16 +52,18 @@ export function requireBearer(check: (candidate: string | undefined) => boolean)
 }
 
 /**
- * `/admin/queues`: Bearer or Basic. A 401 carries a Basic challenge so a browser shows its
- * sign-in dialog. Because a browser resends Basic credentials on its own, requests that change
- * something must come from the dashboard's own pages (same origin), or another site could make
- * a signed-in browser retry or delete jobs.
+ * `/admin/queues`: Bearer, Basic, or the dashboard's session cookie (see dashboard-session.ts). A
+ * 401 carries a Basic challenge so a browser shows its sign-in dialog. Because a browser resends
+ * Basic credentials and cookies on its own, requests that change something must come from the
+ * dashboard's own pages (same origin), or another site could make a signed-in browser retry or
+ * delete jobs.
  */
-export function requireOperator(check: (candidate: string | undefined) => boolean): onRequestHookHandler {
+export function requireOperator(check: (candidate: string | undefined) => boolean, session?: DashboardSession): onRequestHookHandler {
   return async (request, reply) => {
     const presented = presentedCredentials(request.headers.authorization);
-    const signedIn = (presented.scheme === 'bearer' || presented.scheme === 'basic') && check(presented.secret);
-    if (!signedIn) {
+    const byCredential = (presented.scheme === 'bearer' || presented.scheme === 'basic') && check(presented.secret);
+    const bySession = !byCredential && session?.verify(request.headers.cookie) === true;
+    if (!byCredential && !bySession) {
       logRefusal(request, presented);
       return reply
         .code(401)
@@ -71,7 +71,7 @@ export function requireOperator(check: (candidate: string | undefined) => boolea
         .type('text/plain; charset=utf-8')
         .send('Sign in with any user name and the API token as password.\n');
     }
-    if (presented.scheme === 'basic' && !isSafeMethod(request.method) && isCrossSite(request)) {
+    if ((presented.scheme === 'basic' || bySession) && !isSafeMethod(request.method) && isCrossSite(request)) {
       request.log.warn({ origin: request.headers.origin }, 'refused a cross-site dashboard change');
       return reply.code(403).send({ error: 'forbidden', message: 'dashboard changes must come from the dashboard itself' });
     }

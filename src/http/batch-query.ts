@@ -1,8 +1,7 @@
 // Reading mappings for the API: query validation, and pages in id order behind an opaque cursor.
-import { type SQL, and, asc, eq, gt } from 'drizzle-orm';
 import { z } from 'zod';
-import type { Db } from '../db/client.ts';
-import { BATCH_STATES, batchClasses } from '../db/schema/index.ts';
+import { BATCH_STATES, type Db } from '../mapping/index.ts';
+import { listBatches } from '../read-model/index.ts';
 
 export const MAX_PAGE = 500;
 export const DEFAULT_PAGE = 50;
@@ -54,18 +53,6 @@ export function problemsOf(error: z.ZodError): Problem[] {
 }
 
 export async function listMappings(db: Db, query: ListQuery) {
-  const where: SQL[] = [];
-  if (query.state) where.push(eq(batchClasses.state, query.state));
-  if (query.instituteId) where.push(eq(batchClasses.instituteId, query.instituteId));
-  if (query.cursor !== undefined) where.push(gt(batchClasses.id, query.cursor));
-  // One extra row tells whether another page exists without a count(*).
-  const rows = await db
-    .select()
-    .from(batchClasses)
-    .where(and(...where))
-    .orderBy(asc(batchClasses.id))
-    .limit(query.limit + 1);
-  const page = rows.slice(0, query.limit);
-  const last = page[page.length - 1];
-  return { rows: page, nextCursor: rows.length > query.limit && last ? encodeCursor(last.id) : null };
+  const page = await listBatches(db, { state: query.state, instituteId: query.instituteId }, { limit: query.limit, afterId: query.cursor });
+  return { rows: page.rows, nextCursor: page.nextAfterId === null ? null : encodeCursor(page.nextAfterId) };
 }

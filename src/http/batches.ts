@@ -5,10 +5,10 @@
 // client to parse per-item results to learn what to resend; since re-posting is harmless (one row
 // and one job per batch), "fix and resend the whole array" is the simplest correct client.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { readTimeline } from '../audit/events.ts';
-import { findBatch, viewOf } from '../commands/status.ts';
-import { type PublishDeps, publishParsed } from '../events/publish.ts';
-import { type BatchCreated, parseBatchCreated } from '../events/schema.ts';
+import { findBatch, institutesOf, readTimeline, viewOf } from '../read-model/index.ts';
+import type { Db } from '../db/client.ts';
+import { type PublishDeps, publishParsed } from '../intake/publish.ts';
+import { type BatchCreated, type IntakeDefaults, parseBatchCreated } from '../intake/schema.ts';
 import { type Problem, batchIdParamSchema, listMappings, listQuerySchema, oneQuerySchema, problemsOf } from './batch-query.ts';
 
 export const MAX_EVENTS_PER_POST = 1_000;
@@ -29,7 +29,7 @@ export function registerBatchRoutes(app: FastifyInstance, deps: BatchRoutesDeps)
     const isArray = Array.isArray(body);
     const events: unknown[] = isArray ? body : [body];
     const problems = isArray ? arrayProblems(events) : [];
-    const parsed = problems.length === 0 ? parseEvents(events, isArray, deps.publish.defaults.instituteId) : { valid: [], problems: [] };
+    const parsed = problems.length === 0 ? parseEvents(events, isArray, deps.publish.defaults) : { valid: [], problems: [] };
     problems.push(...parsed.problems);
     if (problems.length > 0) return badRequest(reply, problems, 'nothing was accepted; fix these and post again (re-posting is harmless)');
 
@@ -46,10 +46,8 @@ export function registerBatchRoutes(app: FastifyInstance, deps: BatchRoutesDeps)
       return badRequest(reply, [...(params.success ? [] : problemsOf(params.error)), ...(query.success ? [] : problemsOf(query.error))]);
     }
     const instituteId = query.data.instituteId ?? deps.defaultInstituteId;
-    const row = await findBatch(db, instituteId, params.data.batchId);
-    if (!row) {
-      return reply.code(404).send({ error: 'not_found', message: `batch ${params.data.batchId} of institute ${instituteId} is not known` });
-    }
+    const row = await findBatch(db, { instituteId, batchId: params.data.batchId });
+    if (!row) return notFound(reply, db, instituteId, params.data.batchId);
     return viewOf(row);
   });
 
@@ -60,10 +58,8 @@ export function registerBatchRoutes(app: FastifyInstance, deps: BatchRoutesDeps)
       return badRequest(reply, [...(params.success ? [] : problemsOf(params.error)), ...(query.success ? [] : problemsOf(query.error))]);
     }
     const instituteId = query.data.instituteId ?? deps.defaultInstituteId;
-    const events = await readTimeline(db, instituteId, params.data.batchId);
-    if (!events) {
-      return reply.code(404).send({ error: 'not_found', message: `batch ${params.data.batchId} of institute ${instituteId} is not known` });
-    }
+    const events = await readTimeline(db, { instituteId, batchId: params.data.batchId });
+    if (!events) return notFound(reply, db, instituteId, params.data.batchId);
     return { batchId: params.data.batchId, instituteId, events };
   });
 
@@ -75,6 +71,14 @@ export function registerBatchRoutes(app: FastifyInstance, deps: BatchRoutesDeps)
   });
 }
 
+/** 404, naming the institute(s) the batch is known under when it is not this one. */
+async function notFound(reply: FastifyReply, db: Db, instituteId: string, batchId: string): Promise<FastifyReply> {
+  const elsewhere = await institutesOf(db, batchId);
+  const under = elsewhere.length === 1 ? `institute ${elsewhere[0]}` : `institutes ${elsewhere.join(', ')}`;
+  const hint = elsewhere.length === 0 ? '' : `; it is known under ${under}: ask with ?instituteId=${elsewhere[0]}`;
+  return reply.code(404).send({ error: 'not_found', message: `batch ${batchId} of institute ${instituteId} is not known${hint}` });
+}
+
 function arrayProblems(events: unknown[]): Problem[] {
   if (events.length === 0) return [{ path: '(body)', reason: 'must hold at least one event' }];
   if (events.length > MAX_EVENTS_PER_POST) {
@@ -84,11 +88,11 @@ function arrayProblems(events: unknown[]): Problem[] {
 }
 
 /** Every event parsed; `problems` names each bad field by path (all of them, for the 400). */
-function parseEvents(events: unknown[], isArray: boolean, defaultInstituteId: string): { valid: BatchCreated[]; problems: Problem[] } {
+function parseEvents(events: unknown[], isArray: boolean, defaults: IntakeDefaults): { valid: BatchCreated[]; problems: Problem[] } {
   const valid: BatchCreated[] = [];
   const problems: Problem[] = [];
   events.forEach((event, index) => {
-    const parsed = parseBatchCreated(event, defaultInstituteId);
+    const parsed = parseBatchCreated(event, defaults);
     if (parsed.ok) valid.push(parsed.event);
     else problems.push(...parsed.problems.map(({ field, reason }) => ({ path: pathOf(isArray ? index : undefined, field), reason })));
   });

@@ -11,8 +11,10 @@ import type { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { Db } from '../db/client.ts';
 import type { BatchKey } from '../sync/keys.ts';
-import type { SyncQueue } from '../sync/queue.ts';
+import { type SyncQueue, bothQueues } from '../sync/queue.ts';
 import { retryBatches } from '../sync/retry.ts';
+import { presentedCredentials } from './auth.ts';
+import { DROP_URL_CREDENTIALS_JS, type DashboardSession } from './dashboard-session.ts';
 
 export const DASHBOARD_PATH = '/admin/queues';
 const API = `${DASHBOARD_PATH}/api/queues`;
@@ -24,8 +26,30 @@ export interface DashboardDeps {
   syncQueue: SyncQueue;
   /** Shown beside the sync queue (e.g. the reconciliation queue). */
   extraQueues: readonly Queue[];
+  /** Signs requests in (Basic, Bearer or the session cookie); answers 401 otherwise. */
   authenticate: onRequestHookHandler;
+  /** Issues the cookie to a browser signed in with Basic. */
+  session: DashboardSession;
 }
+
+const DROP_CREDENTIALS_SCRIPT = `${DASHBOARD_PATH}/drop-url-credentials.js`;
+
+/**
+ * Everything the page loads comes from this server: the dashboard must work with no internet (and
+ * never tell a third party who opens it). Inline styles are Bull Board's own.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
 
 export interface Dashboard {
   /** Shows one more queue from now on. */
@@ -45,10 +69,33 @@ export async function registerDashboard(app: FastifyInstance, deps: DashboardDep
   await app.register(async (scope) => {
     // Hooks added here cover every route Bull Board registers below, its static files included.
     scope.addHook('onRequest', deps.authenticate);
+    scope.addHook('onRequest', async (request, reply) => issueSession(deps.session, request, reply));
     scope.addHook('preHandler', async (request, reply) => retryBridge(deps, request, reply));
+    scope.addHook('onSend', async (_request, reply, payload) => servedOffline(reply, payload));
+    scope.get(DROP_CREDENTIALS_SCRIPT, async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(DROP_URL_CREDENTIALS_JS));
     await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
   });
   return { addQueue: (queue) => board.addQueue(new BullMQAdapter(queue)) };
+}
+
+/** A browser signed in with Basic gets a session cookie, so its page's own requests stay signed in. */
+async function issueSession(session: DashboardSession, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  if (request.method !== 'GET' || presentedCredentials(request.headers.authorization).scheme !== 'basic') return;
+  // Signed in by now: the Basic password was the token, or the cookie was already good.
+  if (session.verify(request.headers.cookie)) return;
+  reply.header('set-cookie', session.issue(DASHBOARD_PATH, request.protocol === 'https'));
+}
+
+/**
+ * Bull Board's page links its fonts from the internet; without them it falls back to the system's.
+ * The page's first script drops credentials from the address (see dashboard-session.ts).
+ */
+function servedOffline(reply: FastifyReply, payload: unknown): unknown {
+  if (typeof payload !== 'string' || !String(reply.getHeader('content-type') ?? '').startsWith('text/html')) return payload;
+  reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
+  return payload
+    .replace(/<link\b[^>]*\bhref="(?:https?:)?\/\/[^"]*"[^>]*>\s*/gi, '')
+    .replace(/<head>/i, `<head>\n    <script src="${DROP_CREDENTIALS_SCRIPT}"></script>`);
 }
 
 /** Answers the dashboard's retry requests for failed sync jobs itself; leaves everything else to Bull Board. */
@@ -56,28 +103,32 @@ async function retryBridge(deps: DashboardDeps, request: FastifyRequest, reply: 
   if (request.method !== 'PUT') return undefined;
   const route = request.routeOptions.url;
   const params = request.params as { queueName?: string; jobId?: string; queueStatus?: string };
-  if (params.queueName !== deps.syncQueue.name) return undefined;
+  const shown = bothQueues(deps.syncQueue).find((q) => q.name === params.queueName);
+  if (!shown) return undefined;
 
   if (route === RETRY_ONE && params.jobId) {
-    const job = await deps.syncQueue.getJob(params.jobId);
+    const job = await shown.getJob(params.jobId);
     if (!job || (await job.getState()) !== 'failed') return undefined;
     const [result] = await retryBatches({ db: deps.db, queue: deps.syncQueue }, { keys: [keyOf(job.data)] });
-    request.log.info({ jobId: job.id, batchId: job.data.batchId, from: result?.from, to: result?.to, queued: result?.queued }, 'dashboard retry: batch put back');
+    request.log.info(
+      { jobId: job.id, batchId: job.data.batchId, from: result?.from, to: result?.to, queued: result?.queued },
+      'dashboard retry: batch put back',
+    );
     return reply.code(204).send();
   }
   if (route === RETRY_ALL && params.queueStatus === 'failed') {
-    const retried = await retryAllFailed(deps);
+    const retried = await retryAllFailed(deps, shown);
     request.log.info({ retried }, 'dashboard retry-all: failed batches put back');
     return reply.code(200).send({ retried, skipped: 0 });
   }
   return undefined;
 }
 
-async function retryAllFailed(deps: DashboardDeps): Promise<number> {
+async function retryAllFailed(deps: DashboardDeps, shown: Queue): Promise<number> {
   let retried = 0;
   // Each round moves the batches it read out of the failed set, so always read from the start.
   for (;;) {
-    const jobs = await deps.syncQueue.getJobs(['failed'], 0, 199);
+    const jobs = await shown.getJobs(['failed'], 0, 199);
     if (jobs.length === 0) return retried;
     const results = await retryBatches({ db: deps.db, queue: deps.syncQueue }, { keys: jobs.map((j) => keyOf(j.data)) });
     const moved = results.filter((r) => r.queued).length;

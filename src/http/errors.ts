@@ -20,9 +20,7 @@ export function installErrorHandlers(app: FastifyInstance, limits: { bodyLimitBy
     return reply.code(500).send({ error: 'internal', message: `internal error; the server log has the details (request ${request.id})` });
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ error: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
-  );
+  app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }));
 }
 
 function clientReason(error: FastifyError): string {

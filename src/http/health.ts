@@ -1,14 +1,20 @@
 // Liveness and readiness. /healthz says only "this process answers" (restart it if not);
-// /readyz says whether its dependencies answer right now (route traffic elsewhere if not).
+// /readyz says whether its dependencies answer right now (route traffic elsewhere if not). A
+// refused API key shows there too ("degraded"), but does not make the process unready: intake
+// still records batches, and every other replica shares the same key, so routing elsewhere would
+// only turn integrators' posts away.
 import { once } from 'node:events';
 import type { FastifyBaseLogger, FastifyInstance, LogLevel } from 'fastify';
 import type { Database } from '../db/client.ts';
+import { type CredentialsBreaker, describeBreaker } from '../ratelimit/breaker.ts';
 import { type Redis, RedisNotReadyError, pingRedis as answers } from '../redis.ts';
-import { TimeoutError, withTimeout } from '../metrics/scrape.ts';
+import { TimeoutError, withTimeout } from '../timeout.ts';
 
 export interface HealthDeps {
   redis: Redis;
   database: Database;
+  /** Each account's credentials breaker: an open one makes readiness `degraded`. */
+  breakers: readonly { account: string; breaker: CredentialsBreaker }[];
   /** Per dependency; a hung connection must not hang the probe. */
   timeoutMs: number;
   /** Level of the probes' own request lines. */
@@ -29,9 +35,20 @@ export function registerHealthRoutes(app: FastifyInstance, deps: HealthDeps): vo
     const failing = Object.entries(checks)
       .filter(([, result]) => result !== 'ok')
       .map(([name]) => name);
-    if (failing.length === 0) return { status: 'ready', checks };
-    return reply.code(503).send({ status: 'unavailable', failing, checks });
+    if (failing.length > 0) return reply.code(503).send({ status: 'unavailable', failing, checks });
+    const refused = await refusedAccounts(deps);
+    if (refused.length > 0) return { status: 'degraded', checks: { ...checks, credentials: refused.join('; ') } };
+    return { status: 'ready', checks: { ...checks, credentials: 'ok' } };
   });
+}
+
+/** One description per account whose key is refused, naming the account when there are several. */
+async function refusedAccounts(deps: HealthDeps): Promise<string[]> {
+  const states = await Promise.all(
+    deps.breakers.map(async ({ account, breaker }) => ({ account, state: await withTimeout(breaker.state(), deps.timeoutMs, 'redis').catch(() => undefined) })),
+  );
+  const named = deps.breakers.length > 1;
+  return states.flatMap(({ account, state }) => (state ? [`${named ? `account ${account}: ` : ''}${describeBreaker(state)}`] : []));
 }
 
 /**

@@ -4,13 +4,15 @@
 // Without API_TOKEN the process still syncs and still serves the probes and /metrics, but the API
 // and dashboard answer 503 "API_TOKEN is not set": nothing that reads mappings or changes work is
 // ever reachable without a credential, and nothing invents one.
+import { breakersOf } from '../accounts/remotes.ts';
 import type { Queue } from 'bullmq';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type LogLevel } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type LogLevel, type onRequestHookHandler } from 'fastify';
 import type { Metrics } from '../metrics/metrics.ts';
-import type { Runtime } from '../runtime.ts';
+import { type Runtime, publishDepsOf } from '../runtime.ts';
 import { createTokenCheck, disabledWithoutToken, requireBearer, requireOperator } from './auth.ts';
 import { registerBatchRoutes } from './batches.ts';
 import { DASHBOARD_PATH, type Dashboard, registerDashboard } from './dashboard.ts';
+import { createDashboardSession } from './dashboard-session.ts';
 import { installErrorHandlers } from './errors.ts';
 import { registerHealthRoutes } from './health.ts';
 
@@ -41,17 +43,16 @@ export interface HttpServer {
 
 export async function createHttpServer(options: HttpServerOptions): Promise<HttpServer> {
   const { runtime, metrics } = options;
-  const { config } = runtime;
-  const token = config.http.apiToken;
-  const extraQueues = [...(options.extraQueues ?? [])];
+  const token = runtime.config.http.apiToken;
+  // Shared with the /metrics route and the dashboard: addQueue() appends to it after start.
+  // The background queue (operator work, backfill) is shown beside the sync queue.
+  const extraQueues: Queue[] = [runtime.queue.background, ...(options.extraQueues ?? [])];
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
   const probeTimeoutMs = options.probeTimeoutMs ?? 1_500;
   if (options.metricsAuth && !token) throw new Error('metrics authentication needs API_TOKEN to be set');
 
   const logger = runtime.logger.child({ component: 'http' });
-  // Probes and scrapes come every few seconds: their request lines only at warn, but a route
-  // level replaces the logger's, so never pick one chattier than the configured level.
-  const quietLevel: LogLevel = logger.levelVal >= logger.levels.values.warn! ? (logger.level as LogLevel) : 'warn';
+  const quietLevel = quietLevelOf(logger);
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // Small by default; POST /v1/batches raises it for itself.
@@ -60,41 +61,96 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
     forceCloseConnections: 'idle',
   });
   installErrorHandlers(app, { bodyLimitBytes });
-  registerHealthRoutes(app, { redis: runtime.redis, database: runtime.database, timeoutMs: probeTimeoutMs, logLevel: quietLevel });
-
-  const check = token ? createTokenCheck(token) : undefined;
-  let dashboard: Dashboard | undefined;
-  app.get('/metrics', { logLevel: quietLevel, ...(options.metricsAuth && check ? { onRequest: requireOperator(check) } : {}) }, async (_request, reply) => {
-    await metrics.refresh({ db: runtime.database.db, redis: runtime.redis, queues: [runtime.queue, ...extraQueues], timeoutMs: probeTimeoutMs });
-    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  registerHealthRoutes(app, {
+    redis: runtime.redis,
+    database: runtime.database,
+    breakers: breakersOf(runtime.remotes),
+    timeoutMs: probeTimeoutMs,
+    logLevel: quietLevel,
   });
-
-  if (check) {
-    await app.register(async (api) => {
-      api.addHook('onRequest', requireBearer(check));
-      // Events are JSON; a text body is a client mistake worth a 415, not a "must be an object".
-      api.removeContentTypeParser('text/plain');
-      registerBatchRoutes(api, {
-        publish: {
-          db: runtime.database.db,
-          queue: runtime.queue,
-          logger: runtime.logger,
-          defaults: { instituteId: config.classroom.instituteId, classNameTemplate: config.classroom.classNameTemplate },
-        },
-        defaultInstituteId: config.classroom.instituteId,
-        bodyLimitBytes,
-      });
-    });
-    dashboard = await registerDashboard(app, { db: runtime.database.db, syncQueue: runtime.queue, extraQueues, authenticate: requireOperator(check) });
+  const check = token ? createTokenCheck(token) : undefined;
+  const metricsGuard = options.metricsAuth && check ? { onRequest: requireOperator(check) } : {};
+  registerMetricsRoute(app, { runtime, metrics, extraQueues, probeTimeoutMs, logLevel: quietLevel, ...metricsGuard });
+  let dashboard: Dashboard | undefined;
+  if (check && token) {
+    dashboard = await registerOperatorRoutes(app, runtime, { token, check, extraQueues, bodyLimitBytes });
   } else {
     runtime.logger.warn('API_TOKEN is not set: serving only /healthz, /readyz and /metrics; the batch API and dashboard answer 503');
     for (const url of ['/v1/*', DASHBOARD_PATH, `${DASHBOARD_PATH}/*`]) app.all(url, disabledWithoutToken);
   }
+  return serverHandle(app, runtime.config.http, extraQueues, dashboard);
+}
 
+/**
+ * Probes and scrapes come every few seconds: their request lines only at warn, but a route
+ * level replaces the logger's, so never pick one chattier than the configured level.
+ */
+function quietLevelOf(logger: Runtime['logger']): LogLevel {
+  return logger.levelVal >= logger.levels.values.warn! ? (logger.level as LogLevel) : 'warn';
+}
+
+interface MetricsRouteDeps {
+  runtime: Runtime;
+  metrics: Metrics;
+  extraQueues: readonly Queue[];
+  probeTimeoutMs: number;
+  logLevel: LogLevel;
+  /** With --metrics-auth: the operator check. */
+  onRequest?: onRequestHookHandler;
+}
+
+/** GET /metrics: refreshes the scrape-time gauges, then answers in Prometheus' text format. */
+function registerMetricsRoute(app: FastifyInstance, deps: MetricsRouteDeps): void {
+  const { runtime, metrics, onRequest } = deps;
+  app.get('/metrics', { logLevel: deps.logLevel, ...(onRequest ? { onRequest } : {}) }, async (_request, reply) => {
+    await metrics.refresh({
+      db: runtime.database.db,
+      redis: runtime.redis,
+      queues: [runtime.queue, ...deps.extraQueues],
+      breakers: breakersOf(runtime.remotes),
+      accounts: runtime.config.accounts,
+      timeoutMs: deps.probeTimeoutMs,
+    });
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+}
+
+interface OperatorRouteDeps {
+  token: string;
+  check: (candidate: string | undefined) => boolean;
+  extraQueues: readonly Queue[];
+  bodyLimitBytes: number;
+}
+
+/** The batch API under /v1 (bearer token) and the dashboard (token or its session cookie); resolves with the dashboard. */
+async function registerOperatorRoutes(app: FastifyInstance, runtime: Runtime, deps: OperatorRouteDeps): Promise<Dashboard> {
+  const { config } = runtime;
+  await app.register(async (api) => {
+    api.addHook('onRequest', requireBearer(deps.check));
+    // Events are JSON; a text body is a client mistake worth a 415, not a "must be an object".
+    api.removeContentTypeParser('text/plain');
+    registerBatchRoutes(api, {
+      publish: publishDepsOf(runtime),
+      defaultInstituteId: config.classroom.instituteId,
+      bodyLimitBytes: deps.bodyLimitBytes,
+    });
+  });
+  const session = createDashboardSession(deps.token);
+  return registerDashboard(app, {
+    db: runtime.database.db,
+    syncQueue: runtime.queue,
+    extraQueues: deps.extraQueues,
+    authenticate: requireOperator(deps.check, session),
+    session,
+  });
+}
+
+/** The handle the worker holds: listen on the configured address, show later queues, close once. */
+function serverHandle(app: FastifyInstance, http: { port: number; host: string }, extraQueues: Queue[], dashboard: Dashboard | undefined): HttpServer {
   let closing: Promise<void> | undefined;
   return {
     app,
-    async listen({ port = config.http.port, host = config.http.host } = {}) {
+    async listen({ port = http.port, host = http.host } = {}) {
       await app.listen({ port, host });
       const address = app.server.address();
       const bound = typeof address === 'object' && address ? address.port : port;

@@ -1,16 +1,16 @@
 // The integrator's handle: publish batch-created events and read mappings from Node code, with
 // its own connection pool, Redis connection and queue, all released by close(). The worker that
 // does the syncing runs elsewhere (`classroom-sync worker`), or in-process via createSyncWorker.
-import { countByState } from '../commands/status.ts';
+import { type BatchView, countByState } from '../read-model/index.ts';
 import { type Config, loadConfig } from '../config.ts';
 import { createDatabase } from '../db/client.ts';
-import type { BatchState } from '../db/schema/index.ts';
-import { type AcceptedBatch, type PublishDeps, type PublishOutcome, publishBatchCreated, publishBatches } from '../events/publish.ts';
-import type { BatchCreatedInput } from '../events/schema.ts';
+import type { BatchState } from '../mapping/index.ts';
+import { type AcceptedBatch, type PublishDeps, type PublishOutcome, publishBatchCreated, publishBatches } from '../intake/publish.ts';
+import { publishDepsOf } from '../runtime.ts';
+import type { BatchCreatedInput } from '../intake/schema.ts';
 import { type Logger, createLogger } from '../logger.ts';
 import { createRedis } from '../redis.ts';
-import { createSyncQueue, settleQueue } from '../sync/queue.ts';
-import type { BatchView } from '../commands/status.ts';
+import { closeQueues, createSyncQueue, settleQueue } from '../sync/queue.ts';
 import { type BatchPage, type ListBatchesQuery, getBatch, listBatches } from './mappings.ts';
 
 export interface ClassroomSync {
@@ -42,12 +42,7 @@ export function createClassroomSync(config: Config = loadConfig(), options: Clas
   // A producer fails fast when Redis is down; the batch is still recorded and the sweep queues it.
   const redis = createRedis(config.redisUrl, 'producer');
   const queue = createSyncQueue({ connection: redis, prefix: config.queuePrefix, attempts: config.sync.attempts });
-  const deps: PublishDeps = {
-    db: database.db,
-    queue,
-    logger,
-    defaults: { instituteId: config.classroom.instituteId, classNameTemplate: config.classroom.classNameTemplate },
-  };
+  const deps: PublishDeps = publishDepsOf({ database, queue, logger, config });
   let closing: Promise<void> | undefined;
   return {
     config,
@@ -59,7 +54,7 @@ export function createClassroomSync(config: Config = loadConfig(), options: Clas
     close() {
       closing ??= (async () => {
         await settleQueue(queue);
-        await queue.close().catch(() => {});
+        await closeQueues(queue).catch((error: unknown) => logger.warn({ err: error }, 'closing the queues failed; their connection is closed next'));
         await redis.quit().catch(() => redis.disconnect());
         await database.close();
       })();

@@ -2,13 +2,13 @@
 // one), so several workers or tests can live in one process without clashing names.
 //
 // Three kinds of source feed it:
-//   - events pushed while work happens: remote calls (ClassroomHooks.afterCall), rate-limit
+//   - events pushed while work happens: remote calls (RemoteObservers.afterCall), rate-limit
 //     waits, sync job results, state transitions, reconciliation runs;
 //   - values read at scrape time (`refresh`): batches by state from Postgres, job counts from
 //     BullMQ. Reading them per scrape keeps every process's answer true for the whole fleet;
 //   - Node's default process metrics.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { CallRecord } from '../classroom/client.ts';
+import type { RemoteObservers } from '../accounts/remotes.ts';
 import type { SyncJobResult } from '../sync/processor.ts';
 import type { Transition } from '../sync/machine.ts';
 import { type ScrapeSources, refreshScrapeGauges, scrapeGauges } from './scrape.ts';
@@ -28,10 +28,7 @@ export interface ReconciliationRun {
 export interface Metrics {
   readonly registry: Registry;
   /** Spread into `createRuntime(config, { ...metrics.runtimeOptions })`. */
-  readonly runtimeOptions: {
-    classroomHooks: { afterCall: (call: CallRecord) => void };
-    onRateLimitWait: (ms: number) => void;
-  };
+  readonly runtimeOptions: Required<RemoteObservers>;
   /** Pass as `createSyncWorker(runtime, { onTransition })`. */
   onTransition(transition: Transition): void;
   /** Pass as `createSyncWorker(runtime, { onJobResult })`. */
@@ -49,17 +46,66 @@ const SECONDS_TO_SYNCED = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1_800, 3_6
 const CALL_SECONDS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const WAIT_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
-  const registry = new Registry();
-  if (options.defaultMetrics !== false) {
-    collectDefaultMetrics({ register: registry });
-    // Gauges named like counters: `promtool check metrics` rejects them, and handle counts add little.
-    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
-      registry.removeSingleMetric(name);
-    }
-  }
-  const registers = [registry];
+export interface MetricsOptions {
+  defaultMetrics?: boolean;
+  /** SYNC_LIVE_LANE_BOUND, exported as classroom_sync_live_lane_bound_seconds for the alert to compare with. */
+  liveLaneBoundMs?: number;
+  /** Each account's rate limit, exported as classroom_sync_account_rate_limit_per_minute (usage = calls ÷ limit). */
+  accounts?: readonly { name: string; ratePerMinute: number }[];
+}
 
+export function createMetrics(options: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  if (options.defaultMetrics !== false) addProcessMetrics(registry);
+  const registers = [registry];
+  // Created in this order, which is the order of the families in /metrics.
+  const sync = syncMetrics(registers);
+  const remote = remoteCallMetrics(registers);
+  const reconcile = reconcileMetrics(registers);
+  const gauges = scrapeGauges(registers);
+  if (options.liveLaneBoundMs !== undefined) liveLaneBound(registers, options.liveLaneBoundMs);
+  if (options.accounts) accountLimits(registers, options.accounts);
+  return {
+    registry,
+    runtimeOptions: remote,
+    onTransition: sync.onTransition,
+    recordJob: sync.recordJob,
+    recordReconciliation: reconcile.record,
+    refresh: (sources) => refreshScrapeGauges(gauges, sources),
+  };
+}
+
+/** The configured bound on a live batch's wait: the alert fires when the live lane's oldest passes it. */
+function liveLaneBound(registers: Registry[], ms: number): void {
+  new Gauge({
+    name: 'classroom_sync_live_lane_bound_seconds',
+    help: 'SYNC_LIVE_LANE_BOUND: how long the oldest live batch may wait before ClassroomSyncLiveLaneSlow fires.',
+    registers,
+  }).set(ms / 1000);
+}
+
+/** Each account's configured limit: dashboards divide an account's call rate by it. */
+function accountLimits(registers: Registry[], accounts: readonly { name: string; ratePerMinute: number }[]): void {
+  const gauge = new Gauge({
+    name: 'classroom_sync_account_rate_limit_per_minute',
+    help: "Each account's configured limit of remote calls per minute (its ratePerMinute, or CLASSROOM_RATE_LIMIT_PER_MINUTE).",
+    labelNames: ['account'] as const,
+    registers,
+  });
+  for (const { name, ratePerMinute } of accounts) gauge.labels({ account: name }).set(ratePerMinute);
+}
+
+/** Node's default process metrics, less the ones `promtool check metrics` rejects. */
+function addProcessMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry });
+  // Gauges named like counters: `promtool check metrics` rejects them, and handle counts add little.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+    registry.removeSingleMetric(name);
+  }
+}
+
+/** Sync job results, state transitions, and event-to-synced time: what the sync worker reports. */
+function syncMetrics(registers: Registry[]): Pick<Metrics, 'onTransition' | 'recordJob'> {
   const jobs = new Counter({
     name: 'classroom_sync_jobs_total',
     help: 'Sync job runs by result: completed, deferred (waits without using an attempt), retrying (attempt failed, will retry), failed (no more attempts).',
@@ -78,45 +124,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     buckets: SECONDS_TO_SYNCED,
     registers,
   });
-  const calls = new Counter({
-    name: 'classroom_sync_remote_calls_total',
-    help: 'Calls to the remote classroom service by operation and outcome (ok, not_sent, rejected, throttled, outcome_unknown).',
-    labelNames: ['operation', 'outcome'] as const,
-    registers,
-  });
-  const callSeconds = new Histogram({
-    name: 'classroom_sync_remote_call_duration_seconds',
-    help: 'Latency of calls to the remote classroom service, from send to classified answer.',
-    labelNames: ['operation', 'outcome'] as const,
-    buckets: CALL_SECONDS,
-    registers,
-  });
-  const rateLimitWaits = new Histogram({
-    name: 'classroom_sync_rate_limit_wait_seconds',
-    help: 'Waits for a slot of the shared remote rate limit (only calls that had to wait are counted).',
-    buckets: WAIT_SECONDS,
-    registers,
-  });
-  const reconcile = reconcileMetrics(registers);
-  const gauges = scrapeGauges(registers);
-
   // Every series that can be known in advance starts at 0, so rate() and absent() behave from the first scrape.
   for (const result of ['completed', 'deferred', 'retrying', 'failed'] as const) jobs.labels({ result }).inc(0);
-
   return {
-    registry,
-    runtimeOptions: {
-      classroomHooks: {
-        afterCall(call) {
-          const labels = { operation: call.operation, outcome: call.outcome };
-          calls.labels(labels).inc();
-          callSeconds.labels(labels).observe(call.durationMs / 1000);
-        },
-      },
-      onRateLimitWait(ms) {
-        rateLimitWaits.observe(ms / 1000);
-      },
-    },
     onTransition({ from, to, row }) {
       transitions.labels({ from, to }).inc();
       if (to === 'synced' && row.syncedAt && row.receivedAt) {
@@ -126,11 +136,53 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     recordJob(result) {
       jobs.labels({ result }).inc();
     },
-    recordReconciliation: reconcile.record,
-    refresh: (sources) => refreshScrapeGauges(gauges, sources),
   };
 }
 
+/** Remote calls by operation and outcome, their latency, and rate-limit waits: fed by the runtime's hooks. */
+function remoteCallMetrics(registers: Registry[]): Metrics['runtimeOptions'] {
+  const calls = new Counter({
+    name: 'classroom_sync_remote_calls_total',
+    help: 'Calls to the remote classroom service by account, operation and outcome (ok, not_sent, rejected, throttled, outcome_unknown, credentials_refused).',
+    labelNames: ['account', 'operation', 'outcome'] as const,
+    registers,
+  });
+  const callSeconds = new Histogram({
+    name: 'classroom_sync_remote_call_duration_seconds',
+    help: 'Latency of calls to the remote classroom service by account, operation and outcome, from send to classified answer.',
+    labelNames: ['account', 'operation', 'outcome'] as const,
+    buckets: CALL_SECONDS,
+    registers,
+  });
+  const reservations = new Counter({
+    name: 'classroom_sync_rate_limit_slots_total',
+    help: "Slots of an account's shared remote rate limit granted to this process, by account and lane (under_way, live, operator, backfill).",
+    labelNames: ['account', 'lane'] as const,
+    registers,
+  });
+  const rateLimitWaits = new Histogram({
+    name: 'classroom_sync_rate_limit_wait_seconds',
+    help: "Waits for a slot of an account's shared remote rate limit, by account (only calls that had to wait are counted).",
+    labelNames: ['account'] as const,
+    buckets: WAIT_SECONDS,
+    registers,
+  });
+  return {
+    afterCall(call, account) {
+      const labels = { account, operation: call.operation, outcome: call.outcome };
+      calls.labels(labels).inc();
+      callSeconds.labels(labels).observe(call.durationMs / 1000);
+    },
+    onRateLimitWait(ms, account) {
+      rateLimitWaits.labels({ account }).observe(ms / 1000);
+    },
+    onRateLimitReserve(lane, account) {
+      reservations.labels({ account, lane }).inc();
+    },
+  };
+}
+
+/** The last reconciliation run: items per category, runs by result, when it finished and how long it took. */
 function reconcileMetrics(registers: Registry[]) {
   const items = new Gauge({
     name: 'classroom_sync_reconcile_items',
@@ -151,16 +203,19 @@ function reconcileMetrics(registers: Registry[]) {
   });
   const lastRun = new Gauge({
     name: 'classroom_sync_reconcile_last_run_timestamp_seconds',
-    help: 'Unix time when the last reconciliation run finished, successful or not.',
+    help: 'Unix time when the last reconciliation run finished, successful or not (absent until one has).',
     registers,
   });
   const duration = new Gauge({
     name: 'classroom_sync_reconcile_duration_seconds',
-    help: 'How long the last reconciliation run took.',
+    help: 'How long the last reconciliation run took (absent until one has finished).',
     registers,
   });
   runs.labels({ result: 'ok' }).inc(0);
   runs.labels({ result: 'error' }).inc(0);
+  // A gauge without labels starts at 0, which would claim a pass finished in 1970 (and would make
+  // `time() - last_success` an alert that fires at start). Absent until a pass says otherwise.
+  for (const gauge of [lastSuccess, lastRun, duration]) gauge.remove();
   return {
     record(run: ReconciliationRun): void {
       const finished = run.finishedAt.getTime() / 1000;

@@ -5,32 +5,62 @@
 // some sliding minute, which a remote counting per sliding minute answers with 429s. Here each call
 // reserves the next slot of an evenly spaced schedule (GCRA, "virtual scheduling"): any 60 s span
 // holds at most R calls, and a saturated fleet uses the whole budget.
+//
+// Lanes share the budget in order of precedence by how far ahead each may reserve: a batch under way
+// and a live one up to `maxWaitMs`, operator work two slots ahead, backfill only the next slot. So a
+// live call queues behind at most one slot promised to backfill, and backfill still takes every slot
+// nothing else wants. A refused caller is told when to ask again, and callers of one lane are spread
+// one slot apart, so they come back one by one instead of all at once.
 import type { Redis } from '../redis.ts';
 
-// KEYS[1] = schedule key. ARGV: interval ms, pause-until ms (0 = none), max wait ms.
-// Returns the ms the caller must wait before its slot, or -1 when the wait would exceed max wait
-// (nothing reserved then). Time comes from Redis, so every process shares one clock.
+// KEYS[1] = schedule, KEYS[2] = credentials breaker, KEYS[3] = the lane's next "ask again" time.
+// ARGV: interval ms, pause-until ms (0 = none), how far ahead this lane may reserve (ms), how many
+// slots apart refused callers of a lane may be spread.
+// Returns {1, wait} for a slot `wait` ms from now, {0, retry} when refused (ask again in `retry`
+// ms; nothing reserved), or {-2, 0} while the credentials breaker is open. Time comes from Redis, so
+// every process shares one clock.
 const RESERVE = `
+if tonumber(ARGV[2]) == 0 and redis.call('EXISTS', KEYS[2]) == 1 then return {-2, 0} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local interval = tonumber(ARGV[1])
 local pauseUntil = tonumber(ARGV[2])
-local maxWait = tonumber(ARGV[3])
+local horizon = tonumber(ARGV[3])
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if pauseUntil > 0 then
   if pauseUntil > tat then redis.call('SET', KEYS[1], pauseUntil, 'PX', pauseUntil - now + 60000) end
-  return 0
+  return {1, 0}
 end
 local slot = math.max(tat, now)
 local wait = slot - now
-if wait > maxWait then return -1 end
+if wait > horizon then
+  -- Refused callers of a lane come back one slot apart, starting when the next slot can be
+  -- reserved, and never more than SPREAD slots after it: a line that ran further ahead would leave
+  -- slots unused while its callers sleep.
+  local base = slot - horizon
+  local ask = tonumber(redis.call('GET', KEYS[3]) or '0')
+  if ask < base or ask > base + tonumber(ARGV[4]) * interval then ask = base end
+  redis.call('SET', KEYS[3], ask + interval, 'PX', math.ceil(ask + interval - now + 60000))
+  return {0, math.ceil(ask - now)}
+end
 redis.call('SET', KEYS[1], slot + interval, 'PX', math.ceil(slot + interval - now + 60000))
-return math.ceil(wait)
+return {1, math.ceil(wait)}
 `;
 
+/** Which lane a call is made for (see sync/lanes.ts); decides how far ahead it may reserve. */
+export type CallLane = 'under_way' | 'live' | 'operator' | 'backfill';
+
+export type Reservation = { granted: true; waitMs: number } | { granted: false; retryInMs: number };
+
 export interface RateLimiter {
-  /** Waits for this call's slot. Throws when the wait would pass `maxWaitMs` (nothing is sent then). */
-  acquire(operation?: string): Promise<number>;
+  /** A slot for one call of `lane`, or when to ask again; reserves nothing when refused. Never waits. */
+  reserve(lane: CallLane): Promise<Reservation>;
+  /**
+   * Waits for this call's slot (a live or under-way call; default lane `live`). Throws
+   * RateLimitWaitTooLongError when the wait would pass `maxWaitMs`, LaneDeferredError when a lane
+   * that may not reserve that far ahead is refused (nothing is sent then).
+   */
+  acquire(lane?: CallLane): Promise<number>;
   /** Holds every process back until `ms` from now (a 429 slows the whole fleet). */
   pause(ms: number): Promise<void>;
 }
@@ -39,40 +69,87 @@ export class RateLimitWaitTooLongError extends Error {
   override readonly name = 'RateLimitWaitTooLongError';
 }
 
+/** No slot while the key is known to be refused (see breaker.ts). */
+export class BreakerOpenError extends Error {
+  override readonly name = 'BreakerOpenError';
+}
+
+/** A lower lane's call found no slot near enough: ask again in `retryInMs` (nothing was reserved). */
+export class LaneDeferredError extends Error {
+  override readonly name = 'LaneDeferredError';
+  constructor(
+    readonly lane: CallLane,
+    readonly retryInMs: number,
+  ) {
+    super(`the ${lane} lane waits for a free rate-limit slot; asking again in ${retryInMs} ms`);
+  }
+}
+
 export interface RateLimiterOptions {
   redis: Redis;
   /** Names the budget; one per API key. */
   key: string;
+  /** The credentials breaker of the same key: while it exists, no slot is granted. */
+  breakerKey?: string;
   callsPerMinute: number;
   maxWaitMs?: number;
+  /**
+   * How far ahead a live call may reserve (default `maxWaitMs`). Short when several accounts share
+   * the worker slots: a job then waits in place for at most a couple of its own account's slots.
+   */
+  liveHorizonMs?: number;
   onWait?: (ms: number) => void;
+  /** Told about every slot granted, with the lane it was granted to (metrics). Must not throw. */
+  onReserve?: (lane: CallLane) => void;
 }
 
 const HEADROOM = 0.98;
 const LATE_TOLERANCE_MS = 25;
+/** Refused callers of a lane are spread over at most this many slots (about the fleet's background slots). */
+const ASK_SPREAD = 4;
 
-type ReserveFn = (key: string, interval: number, pauseUntil: number, maxWait: number) => Promise<number>;
+type ReserveFn = (
+  key: string,
+  breakerKey: string,
+  laneKey: string,
+  interval: number,
+  pauseUntil: number,
+  horizon: number,
+  spread: number,
+) => Promise<[number, number]>;
 
-export function createRateLimiter({ redis, key, callsPerMinute, maxWaitMs = 30_000, onWait }: RateLimiterOptions): RateLimiter {
-  if (!('classroomSyncReserve' in redis)) {
-    redis.defineCommand('classroomSyncReserve', { numberOfKeys: 1, lua: RESERVE });
-  }
-  const reserve = (redis as unknown as { classroomSyncReserve: ReserveFn }).classroomSyncReserve.bind(redis);
+export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
+  const { redis, key, breakerKey = `${key}:breaker`, callsPerMinute, maxWaitMs = 30_000, liveHorizonMs, onWait, onReserve } = options;
+  if (!('classroomSyncReserve4' in redis)) redis.defineCommand('classroomSyncReserve4', { numberOfKeys: 3, lua: RESERVE });
+  const run = (redis as unknown as { classroomSyncReserve4: ReserveFn }).classroomSyncReserve4.bind(redis);
   // Calls are scheduled at 98% of the budget: requests reach the remote with a few ms of jitter
   // after their slot, and a remote counting per sliding minute must never see R + 1.
   const interval = 60_000 / (callsPerMinute * HEADROOM);
+  const horizons = { ...horizonsFor(interval, maxWaitMs), ...(liveHorizonMs === undefined ? {} : { live: Math.min(liveHorizonMs, maxWaitMs) }) };
+
+  const reserve = async (lane: CallLane): Promise<Reservation> => {
+    const [code, ms] = (await run(key, breakerKey, `${key}:ask:${lane}`, interval, 0, horizons[lane], ASK_SPREAD)).map(Number) as [number, number];
+    if (code === -2) throw new BreakerOpenError('the credentials breaker is open: the remote refuses this API key');
+    if (code !== 1) return { granted: false, retryInMs: Math.max(1, ms) };
+    onReserve?.(lane);
+    return { granted: true, waitMs: ms };
+  };
 
   return {
-    async acquire() {
+    reserve,
+    async acquire(lane = 'live') {
       let waited = 0;
       for (let tries = 0; ; tries += 1) {
-        const wait = Number(await reserve(key, interval, 0, maxWaitMs));
-        if (wait < 0) throw new RateLimitWaitTooLongError(`rate limit: next free slot is more than ${maxWaitMs} ms away`);
-        if (wait === 0) return waited;
-        onWait?.(wait);
-        const due = performance.now() + wait;
-        await new Promise((resolve) => setTimeout(resolve, wait));
-        waited += wait;
+        const reservation = await reserve(lane);
+        if (!reservation.granted) {
+          if (lane === 'live' || lane === 'under_way') throw new RateLimitWaitTooLongError(`rate limit: next free slot is more than ${maxWaitMs} ms away`);
+          throw new LaneDeferredError(lane, reservation.retryInMs);
+        }
+        if (reservation.waitMs === 0) return waited;
+        onWait?.(reservation.waitMs);
+        const due = performance.now() + reservation.waitMs;
+        await new Promise((resolve) => setTimeout(resolve, reservation.waitMs));
+        waited += reservation.waitMs;
         // A stalled process wakes many callers at once, their slots long past: sent together they
         // would arrive as a burst. A caller that overslept its slot by more than one interval
         // takes a fresh slot instead (bounded, so it cannot starve).
@@ -82,7 +159,17 @@ export function createRateLimiter({ redis, key, callsPerMinute, maxWaitMs = 30_0
     async pause(ms) {
       const time = await redis.time();
       const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-      await reserve(key, interval, now + Math.max(0, Math.round(ms)), maxWaitMs);
+      await run(key, breakerKey, `${key}:ask:live`, interval, now + Math.max(0, Math.round(ms)), maxWaitMs, ASK_SPREAD);
     },
+  };
+}
+
+/** How far ahead each lane may reserve: a slot or two for the lower lanes (never less than 25 ms). */
+function horizonsFor(interval: number, maxWaitMs: number): Record<CallLane, number> {
+  return {
+    under_way: maxWaitMs,
+    live: maxWaitMs,
+    operator: Math.max(2 * interval, 2 * LATE_TOLERANCE_MS),
+    backfill: Math.max(interval, LATE_TOLERANCE_MS),
   };
 }

@@ -2,8 +2,9 @@
 // category. Pure: the same inputs give the same findings, so it is unit-tested without any I/O.
 // Sized for 100k mappings: one pass, no allocation per in-sync batch beyond one small entry.
 import type { InstituteListing } from '../classroom/schemas.ts';
-import { decideResolution } from '../sync/resolve.ts';
-import { type Listed, ListingIndex, nameKey } from './listing.ts';
+import { DEFAULT_MIN_CUT, type NameRules } from '../sync/matching.ts';
+import { type Candidate, decideResolution } from '../sync/resolve.ts';
+import { type Listed, ListingIndex, type NameHit, type NameIndex, SAME, STRONG } from './listing.ts';
 import type { Mapping } from './mappings.ts';
 import { type Category, type Finding, type Unclassified, type Unresolved, emptyFindings } from './types.ts';
 
@@ -31,10 +32,13 @@ export interface ClassifyInput {
   listing: InstituteListing;
   /** Row ids of stale rows that have no live job (see `withoutLiveJob`). */
   noLiveJob: ReadonlySet<number>;
+  /** The name-matching rule of the sync (CLASSROOM_NAME_MIN_CUT). */
+  rules?: NameRules;
 }
 
 export function classify(input: ClassifyInput): Classification {
-  const index = new ListingIndex(input.listing);
+  const rules = input.rules ?? { minCut: DEFAULT_MIN_CUT };
+  const index = new ListingIndex(input.listing, rules);
   const out: Classification = {
     instituteId: input.instituteId,
     findings: emptyFindings(),
@@ -55,32 +59,48 @@ export function classify(input: ClassifyInput): Classification {
     if (!m.classId) return;
     found[i] = index.byId.get(m.classId);
     if (found[i]) return;
-    found[i] = index.claimByName(m.className);
+    found[i] = index.claimByName(m.className, m.remoteName);
     byName[i] = found[i] !== undefined;
   });
-  const unaccounted = index.unaccountedByName(mappedIds);
+  const unaccounted = index.unaccounted(mappedIds);
   const explained = new Set<Listed>();
-  const wanted = new Map<Listed, Mapping[]>();
+  const claimants = mappings.filter(mayHaveCreated);
+  const ctx: UnmappedContext = { noLiveJob: input.noLiveJob, explained, claimants, rules };
 
   mappings.forEach((m, i) => {
-    const others = unaccounted.get(nameKey(m.className)) ?? [];
-    if (m.classId) classifyMapped(out, m, found[i], byName[i]!, others, input.noLiveJob, explained);
-    else classifyUnmapped(out, m, others, input.noLiveJob, explained, wanted);
+    if (m.classId) classifyMapped(out, m, found[i], byName[i]!, duplicatesOf(unaccounted.index, m), input.noLiveJob, explained);
+    else classifyUnmapped(out, m, unaccounted.index.candidates(m.className), ctx);
   });
-  settleAdoptions(out, wanted, explained);
 
-  for (const bucket of unaccounted.values()) {
-    for (const listed of bucket) {
-      if (explained.has(listed)) continue;
-      out.findings.orphan_remote.push({
-        ...base(input.instituteId, null, listed),
-        category: 'orphan_remote',
-        className: listed.item.name,
-        detail: listed.item._id ? 'no batch maps to this class' : 'listed without _id; no batch of this name accounts for it',
-      });
-    }
+  for (const listed of unaccounted.items) {
+    if (explained.has(listed)) continue;
+    out.findings.orphan_remote.push({
+      ...base(input.instituteId, null, listed),
+      category: 'orphan_remote',
+      className: listed.item.name,
+      detail: listed.item._id ? 'no batch maps to this class' : 'listed without _id; no batch of this name accounts for it',
+    });
   }
   return out;
+}
+
+/**
+ * Unmapped classes that look like a mapped batch's own: named exactly as the remote kept its name
+ * when we know that name, else the name we sent or a cut of it.
+ */
+function duplicatesOf(index: NameIndex, m: Mapping): Listed[] {
+  const hits = m.remoteName ? index.candidates(m.remoteName, SAME) : index.candidates(m.className, STRONG);
+  return hits.map((h) => h.listed);
+}
+
+/** Unmapped batches that sent an add-class: any of them may have made a listed class. */
+const mayHaveCreated = (m: Mapping): boolean => !m.classId && (m.state === 'creating' || m.state === 'needs_review' || m.sentCreate === true);
+
+interface UnmappedContext {
+  noLiveJob: ReadonlySet<number>;
+  explained: Set<Listed>;
+  claimants: readonly Mapping[];
+  rules: NameRules;
 }
 
 function classifyMapped(
@@ -119,56 +139,56 @@ function classifyMapped(
   }
 }
 
-function classifyUnmapped(
-  out: Classification,
-  m: Mapping,
-  candidates: readonly Listed[],
-  noLiveJob: ReadonlySet<number>,
-  explained: Set<Listed>,
-  wanted: Map<Listed, Mapping[]>,
-): void {
+function classifyUnmapped(out: Classification, m: Mapping, hits: readonly NameHit[], ctx: UnmappedContext): void {
   const finding = (category: Category, detail: string): Finding => ({ ...base(out.instituteId, m, undefined), category, detail });
+  const candidates = hits.map((h) => h.listed);
   if (candidates.length > 1) {
-    for (const c of candidates) explained.add(c);
+    for (const c of candidates) ctx.explained.add(c);
     out.findings.duplicate_suspect.push({
       ...finding('duplicate_suspect', `${candidates.length} unmapped listed classes are named like this ${m.state} batch`),
       candidates: candidates.map(idOf),
     });
     return;
   }
-  const only = candidates[0];
   if (m.state === 'needs_review') {
-    if (only) {
-      wanted.set(only, (wanted.get(only) ?? []).concat(m));
-      return;
-    }
-    out.unclassified.unresolvedReview += 1;
-    out.unresolved.push({ ...base(out.instituteId, m, undefined), detail: 'no listed class of this name: the add-class never took effect; `classroom-sync retry` is safe' });
+    settleReview(out, m, hits, ctx);
     return;
   }
+  const only = candidates[0];
   // A `creating` batch's single candidate is what its own sync run will adopt: not an orphan.
-  if (only && m.state === 'creating') explained.add(only);
+  if (only && m.state === 'creating') ctx.explained.add(only);
   if (m.state === 'failed') out.unclassified.failedWithoutClass += 1;
-  else if (m.stale && noLiveJob.has(m.id)) out.findings.stuck.push(finding('stuck', `${m.state} with no live job`));
+  else if (m.stale && ctx.noLiveJob.has(m.id)) out.findings.stuck.push(finding('stuck', `${m.state} with no live job`));
   else out.unclassified.inFlight += 1;
 }
 
-/** Adopts a candidate only when exactly one needs_review batch wants it and its id is safe (sync's own rule). */
-function settleAdoptions(out: Classification, wanted: Map<Listed, Mapping[]>, explained: Set<Listed>): void {
-  for (const [listed, batches] of wanted) {
-    explained.add(listed);
-    for (const m of batches) {
-      const resolution = decideResolution(m.className, [{ item: listed.item, list: listed.list }], new Set());
-      const finding = { ...base(out.instituteId, m, listed), matchedBy: 'name' as const };
-      if (batches.length === 1 && resolution.decision === 'adopt') {
-        out.findings.needs_review_resolved.push({ ...finding, category: 'needs_review_resolved', classId: resolution.classId, detail: 'exactly one unmapped class of this name: adopted' });
-        continue;
-      }
-      out.unclassified.unresolvedReview += 1;
-      const detail = batches.length > 1 ? `${batches.length} needs_review batches share the only candidate` : resolution.decision === 'review' ? resolution.reason : 'no candidate';
-      out.unresolved.push({ ...finding, detail });
-    }
+/** A needs_review batch with at most one candidate: the sync's own rule decides whether to adopt it. */
+function settleReview(out: Classification, m: Mapping, hits: readonly NameHit[], ctx: UnmappedContext): void {
+  const hit = hits[0];
+  if (!hit) {
+    out.unclassified.unresolvedReview += 1;
+    out.unresolved.push({
+      ...base(out.instituteId, m, undefined),
+      detail: 'no listed class of this name: the add-class never took effect; `classroom-sync retry` is safe',
+    });
+    return;
   }
+  ctx.explained.add(hit.listed);
+  const candidate: Candidate = { _id: hit.listed.item._id ?? null, name: hit.listed.item.name, list: hit.listed.list, match: hit.match };
+  const otherClaimants = ctx.claimants.filter((c) => c.id !== m.id).map((c) => c.className);
+  const resolution = decideResolution(m.className, [candidate], { mappedElsewhere: new Set(), otherClaimants }, ctx.rules);
+  const finding = { ...base(out.instituteId, m, hit.listed), matchedBy: 'name' as const };
+  if (resolution.decision === 'adopt') {
+    out.findings.needs_review_resolved.push({
+      ...finding,
+      category: 'needs_review_resolved',
+      classId: resolution.classId,
+      detail: 'exactly one unmapped class of this name: adopted',
+    });
+    return;
+  }
+  out.unclassified.unresolvedReview += 1;
+  out.unresolved.push({ ...finding, detail: resolution.decision === 'review' ? resolution.reason : 'no candidate' });
 }
 
 export function base(instituteId: string, m: Mapping | null, listed: Listed | undefined): Omit<Finding, 'category'> {

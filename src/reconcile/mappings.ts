@@ -1,53 +1,23 @@
-// Bulk reads for a pass: every mapping of an institute in one select, and the job states of the few
-// rows that might be stuck. No query per class: round trips grow with institutes, not with batches.
-import { sql } from 'drizzle-orm';
-import type { Db } from '../db/client.ts';
-import { type BatchState, TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
+// Bulk reads for a pass: every mapping of an institute in one select (src/mapping), and the job
+// states of the few rows that might be stuck. No query per class: round trips grow with
+// institutes, not with batches.
+import * as mapping from '../mapping/index.ts';
+import type { Db } from '../mapping/index.ts';
 import { jobIdFor } from '../sync/keys.ts';
-import type { SyncQueue } from '../sync/queue.ts';
+import { type SyncQueue, bothQueues } from '../sync/queue.ts';
 
-export type Mapping = {
-  id: number;
-  batchId: string;
-  className: string;
-  classId: string | null;
-  /** True when a join link is stored; the link itself stays in the database. */
-  hasLink: boolean;
-  state: BatchState;
-  /** Not terminal, untouched for longer than the stuck threshold, and no lease held. */
-  stale: boolean;
-  /** The ClassID was stored so recently that a lagging listing may not show the class yet. */
-  recent: boolean;
-};
-
-const ms = (value: number) => sql`(${value} * interval '1 millisecond')`;
-
-export async function institutesToReconcile(db: Db, defaultInstituteId: string): Promise<string[]> {
-  const rows = await db.selectDistinct({ instituteId: batchClasses.instituteId }).from(batchClasses);
-  return [...new Set([defaultInstituteId, ...rows.map((r) => r.instituteId)])];
-}
+export type Mapping = mapping.ReconcileRow;
 
 /**
- * Every mapping of the institute in one statement. Plain SQL rather than the query builder: the rows
- * come back as the driver builds them (no second copy of 100k objects), with the flags computed by
- * Postgres against its own clock.
+ * Every institute with a batch that is not abandoned, plus the default one. An institute whose batches
+ * were all abandoned (e.g. one the remote refuses) is no longer read at all.
  */
-export async function loadMappings(db: Db, instituteId: string, options: { stuckAfterMs: number; graceMs: number }): Promise<Mapping[]> {
-  const terminal = sql.join(TERMINAL_STATES.map((s) => sql`${s}`), sql`, `);
-  const b = batchClasses;
-  const result = await db.execute<Mapping>(sql`
-    select ${b.id}::float8 as "id", ${b.batchId} as "batchId", ${b.className} as "className", ${b.classId} as "classId",
-           coalesce(${b.joinLink}, '') <> '' as "hasLink",
-           ${b.state} as "state",
-           (${b.state}::text not in (${terminal})
-             and ${b.updatedAt} < now() - ${ms(options.stuckAfterMs)}
-             and (${b.leaseExpiresAt} is null or ${b.leaseExpiresAt} < now())) as "stale",
-           coalesce(${b.classCreatedAt} > now() - ${ms(options.graceMs)}, false) as "recent"
-      from ${b}
-     where ${b.instituteId} = ${instituteId}
-     order by ${b.id}`);
-  return result.rows;
+export async function institutesToReconcile(db: Db, configured: readonly string[]): Promise<string[]> {
+  return [...new Set([...configured, ...(await mapping.institutesWithBatches(db))])];
 }
+
+export const batchesOf = mapping.batchesOfInstitute;
+export const loadMappings = mapping.reconcileRows;
 
 const LIVE_STATES = new Set(['active', 'waiting', 'waiting-children', 'delayed', 'prioritized']);
 
@@ -56,8 +26,9 @@ export async function withoutLiveJob(queue: SyncQueue, instituteId: string, rows
   const stale = rows.filter((r) => r.stale);
   const result = new Set<number>();
   await eachLimited(stale, concurrency, async (row) => {
-    const state = await queue.getJobState(jobIdFor({ instituteId, batchId: row.batchId }));
-    if (!LIVE_STATES.has(state)) result.add(row.id);
+    const jobId = jobIdFor({ instituteId, batchId: row.batchId });
+    const states = await Promise.all(bothQueues(queue).map((q) => q.getJobState(jobId)));
+    if (!states.some((state) => LIVE_STATES.has(state))) result.add(row.id);
   });
   return result;
 }

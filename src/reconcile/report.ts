@@ -3,7 +3,7 @@
 import { type Classification, type InSync, inSyncFinding } from './classify.ts';
 import type { LinkCheckResult } from './links.ts';
 import type { RepairInput, RepairOutcome } from './repair.ts';
-import type { RunClose } from './runs.ts';
+import type { RunClose } from '../mapping/index.ts';
 import {
   CATEGORIES,
   type Finding,
@@ -12,6 +12,7 @@ import {
   type RepairSummary,
   type Unclassified,
   type Unresolved,
+  type UnreadInstitute,
   emptyCounts,
   emptyFindings,
 } from './types.ts';
@@ -69,9 +70,10 @@ export class ReportBuilder {
     }
   }
 
-  instituteFailed(instituteId: string, message: string): void {
-    this.institutes.push({ instituteId, mappings: 0, remoteClasses: 0, itemsWithoutId: 0, error: message });
-    this.error(`institute ${instituteId}: ${message}`);
+  /** An institute the pass could not reconcile; its `error` names it and why (see institute-failure.ts). */
+  instituteFailed(summary: UnreadInstitute): void {
+    this.institutes.push(summary);
+    this.error(summary.error);
   }
 
   error(message: string): void {

@@ -1,21 +1,24 @@
 // One reconciliation pass: for each institute, one listing call (through the shared rate limit) and
 // one select of its mappings; classify; a bounded rotation of join-link checks; then the safe repairs
 // (none with dryRun). Every pass is recorded in reconciliation_runs and logged, and handed to onRun.
-import type { ClassroomClient } from '../classroom/client.ts';
-import type { Db } from '../db/client.ts';
+import type { ClientFor } from './accounts.ts';
+import type { Db } from '../mapping/index.ts';
 import type { Logger } from '../logger.ts';
+import type { NameRules } from '../sync/matching.ts';
 import type { SyncQueue } from '../sync/queue.ts';
 import { classify } from './classify.ts';
 import { checkLinks, pickForLinkCheck } from './links.ts';
-import { institutesToReconcile, loadMappings, withoutLiveJob } from './mappings.ts';
+import { describeInstituteFailure } from './institute-failure.ts';
+import { batchesOf, institutesToReconcile, loadMappings, withoutLiveJob } from './mappings.ts';
 import { ReportBuilder } from './report.ts';
 import { repair } from './repair.ts';
-import { closeRun, lastLinkCursor, openRun } from './runs.ts';
+import { closeRun, lastLinkCursor, openRun } from '../mapping/index.ts';
 import type { ReconcileReport } from './types.ts';
 
 export interface ReconcileDeps {
   db: Db;
-  classroom: ClassroomClient;
+  /** The client of the account serving an institute (throws AccountUnavailableError when there is none to use). */
+  clientFor: ClientFor;
   /** The sync queue: repairs re-enqueue batches on it. */
   queue: SyncQueue;
   logger: Logger;
@@ -27,7 +30,9 @@ export interface ReconcileOptions {
   dryRun?: boolean;
   /** CLASSROOM_INSTITUTE_ID: reconciled even before any batch names it. */
   defaultInstituteId: string;
-  /** Only these institutes (default: every institute in batch_classes plus the default one). */
+  /** Every institute an account serves: reconciled even before any batch names them. */
+  configuredInstituteIds?: readonly string[];
+  /** Only these institutes (default: every institute in batch_classes plus the configured ones). */
   instituteIds?: readonly string[];
   /** A non-terminal batch untouched this long, with no live job, is stuck (SYNC_STUCK_AFTER). */
   stuckAfterMs: number;
@@ -37,11 +42,15 @@ export interface ReconcileOptions {
   linkChecks?: number;
   /** Findings listed per category in the report (counts stay exact). */
   listLimit?: number;
+  /** The sync's name-matching rule (CLASSROOM_NAME_MIN_CUT); the default when absent. */
+  nameRules?: NameRules;
   /** Called with every finished report (metrics). Must not throw; a throw is logged and ignored. */
   onRun?: (report: ReconcileReport) => void;
 }
 
 export const DEFAULT_LINK_CHECKS = 20;
+/** Batch ids named in the error of an institute that could not be read (the count stays exact). */
+const FAILED_INSTITUTE_IDS = 50;
 
 export async function runReconciliation(deps: ReconcileDeps, options: ReconcileOptions): Promise<ReconcileReport> {
   const dryRun = options.dryRun === true;
@@ -50,7 +59,7 @@ export async function runReconciliation(deps: ReconcileDeps, options: ReconcileO
   const builder = new ReportBuilder({ runId: opened.id, trigger: options.trigger, dryRun, startedAt: opened.startedAt, listLimit: options.listLimit ?? 1_000 });
   let cursor: number | null = null;
   try {
-    const institutes = options.instituteIds ?? (await institutesToReconcile(deps.db, options.defaultInstituteId));
+    const institutes = options.instituteIds ?? (await institutesToReconcile(deps.db, [options.defaultInstituteId, ...(options.configuredInstituteIds ?? [])]));
     for (const instituteId of institutes) await reconcileInstitute(deps, options, builder, instituteId);
     cursor = await builder.timed('linkChecks', () => runLinkChecks(deps, options, builder));
     if (!dryRun) builder.setRepairs(await builder.timed('repairs', () => repair(deps, builder.repairInput(), opened.id)));
@@ -74,16 +83,25 @@ export async function runReconciliation(deps: ReconcileDeps, options: ReconcileO
 /** The listing is read before the mappings, so a class stored in between is "recent", never "missing". */
 async function reconcileInstitute(deps: ReconcileDeps, options: ReconcileOptions, builder: ReportBuilder, instituteId: string): Promise<void> {
   try {
-    const listing = await builder.timed('listing', () => deps.classroom.listClasses(instituteId));
+    const classroom = await deps.clientFor(instituteId);
+    const listing = await builder.timed('listing', () => classroom.listClasses(instituteId));
     const mappings = await builder.timed('mappings', () =>
       loadMappings(deps.db, instituteId, { stuckAfterMs: options.stuckAfterMs, graceMs: options.graceMs ?? options.stuckAfterMs }),
     );
     const noLiveJob = await builder.timed('jobStates', () => withoutLiveJob(deps.queue, instituteId, mappings));
-    const classification = await builder.timed('classify', async () => classify({ instituteId, mappings, listing, noLiveJob }));
+    const classification = await builder.timed('classify', async () =>
+      classify({ instituteId, mappings, listing, noLiveJob, ...(options.nameRules ? { rules: options.nameRules } : {}) }),
+    );
     builder.add(mappings.length, classification);
   } catch (error) {
-    // One institute's failure (a 403, a timeout) must not hide what the others show.
-    builder.instituteFailed(instituteId, messageOf(error));
+    // One institute's failure (a 403, a timeout) must not hide what the others show, nor stop their repairs.
+    const limit = Math.min(options.listLimit ?? FAILED_INSTITUTE_IDS, FAILED_INSTITUTE_IDS);
+    const batches = await batchesOf(deps.db, instituteId, limit).catch((readError: unknown) => {
+      // The report still names the institute and why; only the list of its batches is missing.
+      builder.error(`could not list the batches of institute ${instituteId}: ${messageOf(readError)}`);
+      return { count: 0, batchIds: [] };
+    });
+    builder.instituteFailed(describeInstituteFailure({ instituteId, error, isDefault: instituteId === options.defaultInstituteId, batches }));
   }
 }
 
@@ -104,6 +122,10 @@ function logReport(log: Logger, report: ReconcileReport): void {
   else if (drift.length > 0) log.warn(fields, `reconciliation found drift: ${drift.map(([c, n]) => `${c}=${n}`).join(' ')}`);
   else log.info(fields, 'reconciliation: everything in sync');
   for (const note of report.notes) log.warn({ runId }, note);
+  // One line per institute that could not be read, with its id as a field to search and alert on.
+  for (const i of report.institutes) {
+    if (i.error) log.warn({ runId, instituteId: i.instituteId, refused: i.refused, httpStatus: i.httpStatus, batches: i.mappings }, i.error);
+  }
 }
 
 export function messageOf(error: unknown): string {

@@ -7,7 +7,9 @@ import { Queue, Worker } from 'bullmq';
 import { createRedis } from '../redis.ts';
 import type { Runtime } from '../runtime.ts';
 import { runReconciliation } from './run.ts';
-import type { ReconcileReport } from './types.ts';
+import { type ReconcileReport, emptyCounts } from './types.ts';
+import { everyKeyRefused } from './accounts.ts';
+import { reconcileDepsOf, reconcileOptionsOf } from './setup.ts';
 
 export const RECONCILE_QUEUE = 'reconcile';
 export const RECONCILE_SCHEDULER_ID = 'reconcile-every';
@@ -36,45 +38,21 @@ export interface ReconcilerOptions {
 
 export async function createReconciler(runtime: Runtime, options: ReconcilerOptions = {}): Promise<Reconciler> {
   const { config, logger } = runtime;
-  const everyMs = options.everyMs ?? config.sync.reconcileEveryMs;
   const queue = new Queue<Record<string, never>, ReconcileJobResult>(RECONCILE_QUEUE, {
     connection: runtime.redis,
     prefix: config.queuePrefix,
   });
-  if (everyMs > 0) {
-    await queue.upsertJobScheduler(
-      RECONCILE_SCHEDULER_ID,
-      // startDate only places the first tick; once the scheduler exists, BullMQ keeps its own slots.
-      { every: everyMs, startDate: Math.ceil(Date.now() / everyMs) * everyMs },
-      { name: 'reconcile', data: {}, opts: { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
-    );
-  } else {
-    await queue.removeJobScheduler(RECONCILE_SCHEDULER_ID);
-  }
+  await placeSchedule(queue, options.everyMs ?? config.sync.reconcileEveryMs);
 
   let worker: Reconciler['worker'];
   // Blocking commands need a connection of their own.
   const connection = options.worker === false ? undefined : createRedis(config.redisUrl, 'worker');
   if (connection) {
-    worker = new Worker<Record<string, never>, ReconcileJobResult>(
-      RECONCILE_QUEUE,
-      async () => {
-        const report = await runReconciliation(
-          { db: runtime.database.db, classroom: runtime.classroom, queue: runtime.queue, logger },
-          {
-            trigger: 'schedule',
-            defaultInstituteId: config.classroom.instituteId,
-            stuckAfterMs: config.sync.stuckAfterMs,
-            ...(options.linkChecks === undefined ? {} : { linkChecks: options.linkChecks }),
-            ...(options.onRun ? { onRun: options.onRun } : {}),
-          },
-        );
-        // A failed pass is a failed job (visible on the dashboard); the next tick runs regardless.
-        if (!report.ok) throw new Error(`reconciliation run ${report.runId} had errors: ${report.errors.join('; ')}`);
-        return { runId: report.runId, counts: report.counts, repairs: report.repairs };
-      },
-      { connection, prefix: config.queuePrefix, concurrency: 1 },
-    );
+    worker = new Worker<Record<string, never>, ReconcileJobResult>(RECONCILE_QUEUE, reconcileJob(runtime, options), {
+      connection,
+      prefix: config.queuePrefix,
+      concurrency: 1,
+    });
     worker.on('error', (error) => logger.error({ err: error }, 'reconcile worker error'));
   }
 
@@ -91,5 +69,41 @@ export async function createReconciler(runtime: Runtime, options: ReconcilerOpti
       })();
       return closing;
     },
+  };
+}
+
+/** Upserts the fleet's one schedule, with its first tick on a multiple of `everyMs`; 0 removes it. */
+async function placeSchedule(queue: Reconciler['queue'], everyMs: number): Promise<void> {
+  if (everyMs > 0) {
+    await queue.upsertJobScheduler(
+      RECONCILE_SCHEDULER_ID,
+      // startDate only places the first tick; once the scheduler exists, BullMQ keeps its own slots.
+      { every: everyMs, startDate: Math.ceil(Date.now() / everyMs) * everyMs },
+      { name: 'reconcile', data: {}, opts: { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
+    );
+  } else {
+    await queue.removeJobScheduler(RECONCILE_SCHEDULER_ID);
+  }
+}
+
+/** One tick: a pass, or a skip while the key is refused; a pass with errors fails the job. */
+function reconcileJob(runtime: Runtime, options: ReconcilerOptions): () => Promise<ReconcileJobResult> {
+  const { config, logger } = runtime;
+  return async () => {
+    // While every key is refused every listing would fail: the credentials alert already speaks.
+    const refused = await everyKeyRefused(runtime.remotes);
+    if (refused) {
+      logger.info({ component: 'reconcile' }, `reconciliation pass skipped: ${refused}`);
+      return { runId: null, counts: emptyCounts(), repairs: { requeued: 0, linkStepsReset: 0, adopted: 0, skipped: 0 } };
+    }
+    const report = await runReconciliation(reconcileDepsOf(runtime, logger), {
+      trigger: 'schedule',
+      ...reconcileOptionsOf(config),
+      ...(options.linkChecks === undefined ? {} : { linkChecks: options.linkChecks }),
+      ...(options.onRun ? { onRun: options.onRun } : {}),
+    });
+    // A failed pass is a failed job (visible on the dashboard); the next tick runs regardless.
+    if (!report.ok) throw new Error(`reconciliation run ${report.runId} had errors: ${report.errors.join('; ')}`);
+    return { runId: report.runId, counts: report.counts, repairs: report.repairs };
   };
 }

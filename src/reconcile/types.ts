@@ -1,12 +1,12 @@
 // What a reconciliation pass reports. One pass reads each institute's listing once and compares it
 // with the mappings in batch_classes.
 //
-// Glossary (see also src/db/schema/index.ts)
+// Glossary (see also src/mapping/types.ts)
 //   finding     one batch (or one remote class, for orphans) placed in exactly one category
 //   candidate   a remote class that could be a batch's class: same class name, mapped to no other batch
 //   repair      a change that cannot create a class or delete one: re-enqueue, re-run the link steps,
 //               adopt a single clear candidate. Everything else is only reported.
-import type { BatchState } from '../db/schema/index.ts';
+import type { BatchState } from '../mapping/index.ts';
 import type { ListName } from '../sync/resolve.ts';
 
 /**
@@ -82,13 +82,27 @@ export interface RepairSummary {
   skipped: number;
 }
 
-export interface InstituteSummary {
+interface InstituteCounts {
   instituteId: string;
   mappings: number;
   remoteClasses: number;
   /** Listed items without `_id`: presence of mapped classes was matched by name for these. */
   itemsWithoutId: number;
-  error?: string;
+}
+
+/** An institute of the pass: reconciled (no `error`), or not, because its listing failed. */
+export type InstituteSummary = (InstituteCounts & { error?: undefined }) | UnreadInstitute;
+
+/** An institute whose listing failed: none of its batches was looked at this pass. */
+export interface UnreadInstitute extends InstituteCounts {
+  /** Why the institute could not be reconciled this pass, naming its batches and what to do. */
+  error: string;
+  /** True when the remote refused the listing (HTTP 403/404): it will fail every pass until its batches are abandoned. */
+  refused: boolean;
+  /** The HTTP status of the failed listing, when the remote answered. */
+  httpStatus?: number;
+  /** The first of its batches the pass could not look at (abandoned ones excluded). */
+  batchIds: string[];
 }
 
 export interface ReconcileReport {
@@ -116,8 +130,6 @@ export interface ReconcileReport {
   errors: string[];
 }
 
-export const emptyCounts = (): Record<Category, number> =>
-  Object.fromEntries(CATEGORIES.map((c) => [c, 0])) as Record<Category, number>;
+export const emptyCounts = (): Record<Category, number> => Object.fromEntries(CATEGORIES.map((c) => [c, 0])) as Record<Category, number>;
 
-export const emptyFindings = (): Record<Category, Finding[]> =>
-  Object.fromEntries(CATEGORIES.map((c) => [c, []])) as unknown as Record<Category, Finding[]>;
+export const emptyFindings = (): Record<Category, Finding[]> => Object.fromEntries(CATEGORIES.map((c) => [c, []])) as unknown as Record<Category, Finding[]>;

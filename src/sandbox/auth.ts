@@ -48,7 +48,7 @@ function checkNamespace(headers: IncomingHttpHeaders, creds: SandboxCredentials)
   return { status: 403, message: `${expected} header missing${hint}` };
 }
 
-function parseBasic(header: string | undefined): { userId: string; apiKey: string } | 'missing' | 'malformed' {
+export function parseBasic(header: string | undefined): { userId: string; apiKey: string } | 'missing' | 'malformed' {
   if (header === undefined || header === '') return 'missing';
   const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
   if (!match?.[1]) return 'malformed';

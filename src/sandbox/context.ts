@@ -1,14 +1,14 @@
 // What the sandbox's route modules share. Built once by startSandbox.
-import type { SandboxCredentials } from './auth.ts';
+import type { KeyState } from './accounts.ts';
 import type { FaultController, SandboxOperation } from './faults.ts';
-import type { RateLimiter } from './rateLimit.ts';
 import type { RecordContext } from './records.ts';
 import type { HangRegistry } from './respond.ts';
 import type { CallStats } from './stats.ts';
 import type { SandboxStore } from './store.ts';
 
 export interface SandboxContext {
-  credentials: SandboxCredentials;
+  /** Every key accepted: the first is the primary one (`SandboxOptions.credentials`). */
+  keys: readonly KeyState[];
   /** Where hand-made classes go when the request names no institute. */
   defaultInstituteId: string;
   addClassPath: string;
@@ -16,7 +16,6 @@ export interface SandboxContext {
   store: SandboxStore;
   faults: FaultController;
   stats: CallStats;
-  rateLimiter: RateLimiter;
   hangs: HangRegistry;
   records: RecordContext;
   clock: () => number;

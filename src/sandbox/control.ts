@@ -17,8 +17,14 @@ export interface SandboxState {
   classCount: number;
   /** Left out with `?classes=false`. */
   classes: ClassTruth[] | undefined;
-  /** How many classes carry each name: more than 1 for one batch means a duplicate. */
+  /** How many classes carry each stored name (after any `nameRewrite`). */
   byName: Record<string, number>;
+  /** How many classes were sent with each name: more than 1 for one batch means a duplicate. */
+  bySentName: Record<string, number>;
+  /** Whether remote calls are refused right now (`refuseKey` set and not yet lapsed) for the primary key. */
+  keyRefused: boolean;
+  /** Per key (sandbox account): its institutes, the most calls it made in any one rate-limit window, and whether it is refused now. */
+  accounts: Record<string, { instituteIds: string[]; peakCallsPerWindow: number; keyRefused: boolean }>;
   calls: StatsSnapshot;
   faults: { config: FaultConfig; queued: ReturnType<FaultController['queued']> };
 }
@@ -29,6 +35,14 @@ export function groundTruth(ctx: SandboxContext, includeClasses = true): Sandbox
     classCount: ctx.store.size,
     classes: includeClasses ? ctx.store.truth() : undefined,
     byName: ctx.store.countByName(),
+    bySentName: ctx.store.countBySentName(),
+    keyRefused: ctx.faults.keyRefusal(ctx.keys[0]?.name) !== undefined,
+    accounts: Object.fromEntries(
+      ctx.keys.map((key) => [
+        key.name,
+        { instituteIds: [...key.instituteIds], peakCallsPerWindow: key.limiter.peak(), keyRefused: ctx.faults.keyRefusal(key.name) !== undefined },
+      ]),
+    ),
     calls: ctx.stats.snapshot(),
     faults: { config: ctx.faults.config, queued: ctx.faults.queued() },
   };
@@ -37,9 +51,7 @@ export function groundTruth(ctx: SandboxContext, includeClasses = true): Sandbox
 export function registerControlRoutes(app: FastifyInstance, ctx: SandboxContext): void {
   const p = CONTROL_PREFIX;
   // `?classes=false` leaves out the class list (for stores of 100k classes).
-  app.get<{ Querystring: { classes?: string } }>(`${p}/state`, (req, reply) =>
-    send(reply, success(groundTruth(ctx, req.query.classes !== 'false'))),
-  );
+  app.get<{ Querystring: { classes?: string } }>(`${p}/state`, (req, reply) => send(reply, success(groundTruth(ctx, req.query.classes !== 'false'))));
   app.get(`${p}/faults`, (_req, reply) => send(reply, success({ config: ctx.faults.config, queued: ctx.faults.queued() })));
   app.put(`${p}/faults`, (req, reply) =>
     attempt(reply, () => {

@@ -1,7 +1,10 @@
 // Fault injection: what can go wrong between a client and the remote, on demand and reproducibly.
 // Random decisions come from a seeded PRNG; one-shot faults are queued for targeted tests.
 import { z } from 'zod';
+import type { Refusal } from './auth.ts';
+import { nameRewriteSchema } from './names.ts';
 import { deriveSeed, mulberry32 } from './random.ts';
+import { activeRefusal, refuseKeySchema } from './refusal.ts';
 
 export const OPERATIONS = ['addClass', 'editClass', 'getClass', 'listClasses'] as const;
 export type SandboxOperation = (typeof OPERATIONS)[number];
@@ -29,10 +32,9 @@ const BEFORE_EFFECT: ReadonlySet<FaultKind> = new Set(['error5xx', 'throttle', '
 export const takesEffect = (fault: FaultKind): boolean => !BEFORE_EFFECT.has(fault);
 
 const rate = z.number().min(0).max(1);
-const rates = z.partialRecord(z.enum(FAULT_KINDS), rate).refine(
-  (r) => Object.values(r).reduce((sum: number, p) => sum + (p ?? 0), 0) <= 1 + 1e-9,
-  'fault probabilities must add up to at most 1',
-);
+const rates = z
+  .partialRecord(z.enum(FAULT_KINDS), rate)
+  .refine((r) => Object.values(r).reduce((sum: number, p) => sum + (p ?? 0), 0) <= 1 + 1e-9, 'fault probabilities must add up to at most 1');
 const ms = z.number().int().min(0).max(3_600_000);
 
 export const faultConfigSchema = z.strictObject({
@@ -46,6 +48,8 @@ export const faultConfigSchema = z.strictObject({
   perOperation: z.partialRecord(z.enum(OPERATIONS), rates).optional(),
   /** Authenticated calls admitted per window; more get HTTP 429 with no Retry-After. */
   rateLimitPerMinute: z.number().int().min(1).optional(),
+  /** Per sandbox account (by name): its key's calls per window, in place of `rateLimitPerMinute`. */
+  rateLimitPerAccount: z.record(z.string().min(1), z.number().int().min(1)).optional(),
   /** Window of the rate limit (default 60 000 ms: "per minute"); shorter only to keep tests fast. */
   rateLimitWindowMs: z.number().int().min(1).max(3_600_000).optional(),
   /** Value of Retry-After on `throttle` faults (default 1). */
@@ -56,6 +60,15 @@ export const faultConfigSchema = z.strictObject({
   listingDelayMs: ms.optional(),
   /** Listing items carry `_id` (default true); the shorter documented example has none. */
   listingIncludesIds: z.boolean().optional(),
+  /** How add-class rewrites the name it stores (the remote need not keep names byte for byte). */
+  nameRewrite: nameRewriteSchema.optional(),
+  /**
+   * Replica lag: reads see a class added through add-class only after a seeded delay in
+   * [0, readLagMs], and a newly enabled join link after another such delay (default 0).
+   */
+  readLagMs: ms.optional(),
+  /** Every authenticated call answers 401/403 (a revoked or suspended key) while this is set. */
+  refuseKey: refuseKeySchema.optional(),
 });
 export type FaultConfig = z.infer<typeof faultConfigSchema>;
 export type FaultRates = Partial<Record<FaultKind, number>>;
@@ -69,26 +82,34 @@ export type OneShotFault = z.input<typeof oneShotSchema>;
 
 export interface FaultController {
   readonly config: Readonly<FaultConfig>;
-  /** Replaces the whole config; throws a ZodError for an invalid one. */
+  /** Replaces the whole config (restarting any `refuseKey.forMs`); throws a ZodError for an invalid one. */
   set(config: FaultConfig): void;
   /** The next `count` calls of `operation` ('*' = any) get `fault`, ahead of random faults. */
   enqueue(next: OneShotFault): void;
   queued(): Array<{ operation: SandboxOperation | '*'; fault: FaultKind; remaining: number }>;
-  /** No faults, no latency, no rate limit, empty queue. */
+  /** No faults, no latency, no rate limit, no name rewriting, read lag or refused key; empty queue. */
   clear(): void;
   /** The fault for this call, if any. Consumes a queued fault or one random draw. */
   decide(operation: SandboxOperation): FaultKind | undefined;
   latencyMs(): number;
+  /** A visibility delay in [0, readLagMs] from its own stream (0 without read lag). */
+  readLagMs(): number;
+  /** The 401/403 every authenticated call of `account`'s key gets now, if that key is refused. */
+  keyRefusal(account?: string): Refusal | undefined;
   /** A status for `error5xx`-like faults, from the fault stream. */
   serverErrorStatus(): number;
   reseed(seed: number): void;
 }
 
-export function createFaultController(initial: FaultConfig = {}, seed = 0): FaultController {
+/** `clock` (epoch ms) times a `refuseKey.forMs` from the moment its config was set. */
+export function createFaultController(initial: FaultConfig = {}, seed = 0, clock: () => number = Date.now): FaultController {
   let config = faultConfigSchema.parse(initial);
+  let setAt = clock();
   let queue: Array<{ operation: SandboxOperation | '*'; fault: FaultKind; remaining: number }> = [];
   let faultRandom = mulberry32(deriveSeed(seed, 2));
   let latencyRandom = mulberry32(deriveSeed(seed, 3));
+  // Stream 5 (1 = store, 4 = teacher): lag draws must not shift the fault or latency streams.
+  let lagRandom = mulberry32(deriveSeed(seed, 5));
 
   return {
     get config() {
@@ -96,6 +117,7 @@ export function createFaultController(initial: FaultConfig = {}, seed = 0): Faul
     },
     set(next) {
       config = faultConfigSchema.parse(next);
+      setAt = clock();
     },
     enqueue(next) {
       const { operation, fault, count } = oneShotSchema.parse(next);
@@ -120,10 +142,13 @@ export function createFaultController(initial: FaultConfig = {}, seed = 0): Faul
       const jitter = config.latencyJitterMs ? Math.floor(latencyRandom() * (config.latencyJitterMs + 1)) : 0;
       return (config.latencyMs ?? 0) + jitter;
     },
+    readLagMs: () => (config.readLagMs ? Math.floor(lagRandom() * (config.readLagMs + 1)) : 0),
+    keyRefusal: (account) => activeRefusal(config.refuseKey, setAt, clock(), account),
     serverErrorStatus: () => [500, 502, 503][Math.floor(faultRandom() * 3)] ?? 500,
     reseed(nextSeed) {
       faultRandom = mulberry32(deriveSeed(nextSeed, 2));
       latencyRandom = mulberry32(deriveSeed(nextSeed, 3));
+      lagRandom = mulberry32(deriveSeed(nextSeed, 5));
     },
   };
 }

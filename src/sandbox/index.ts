@@ -4,35 +4,44 @@ import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
+import { type SandboxAccount, keyStates } from './accounts.ts';
 import type { SandboxCredentials } from './auth.ts';
 import type { SandboxContext } from './context.ts';
 import { groundTruth, registerControlRoutes, type SandboxState } from './control.ts';
 import { createFaultController, type FaultConfig, type FaultController, type SandboxOperation } from './faults.ts';
 import { deriveSeed, freshSeed, mulberry32, randomHex } from './random.ts';
-import { createRateLimiter } from './rateLimit.ts';
 import { createHangRegistry, failure, send } from './respond.ts';
 import { registerRemoteRoutes } from './routes.ts';
 import { createStats, type CallStats } from './stats.ts';
 import { createStore, type SandboxStore } from './store.ts';
 
 export type { SandboxCredentials } from './auth.ts';
+export type { SandboxAccount } from './accounts.ts';
 export type { SandboxState } from './control.ts';
 export type { FaultConfig, FaultController, FaultKind, FaultRates, OneShotFault, SandboxOperation } from './faults.ts';
 export { FAULT_KINDS, OPERATIONS, mixedFaultRates } from './faults.ts';
+export type { NameRewrite } from './names.ts';
+export type { RefuseKey } from './refusal.ts';
 export type { CallStats, StatsSnapshot } from './stats.ts';
 export type { ClassTruth, NewClass, SandboxStore, StoredClass } from './store.ts';
 
 export interface SandboxOptions {
+  /** The primary key (account "default" unless `primaryAccount` names it). */
   credentials: SandboxCredentials;
-  /** Institutes that exist; the first one receives hand-made classes that name none. */
+  /** Institutes the primary key manages; the first one receives hand-made classes that name none. */
   instituteIds: string[];
+  primaryAccount?: string | undefined;
+  /** More keys, each for its own institutes and with its own rate limit, as several accounts have. */
+  accounts?: SandboxAccount[] | undefined;
+  /** The primary key's calls per window (default: the fault config's `rateLimitPerMinute`). */
+  rateLimitPerMinute?: number | undefined;
   /** '/addClass' (spec) or '/teacher/addClass' (live). */
   addClassPath: string;
   editClassMethod: 'POST' | 'PUT';
   faults?: FaultConfig | undefined;
   /** Seeds ids, join tokens, random faults and jitter; random (and reported in the state) when absent. */
   seed?: number | undefined;
-  /** Epoch milliseconds; injectable so listing-delay tests need not sleep. */
+  /** Epoch milliseconds; injectable so listing-delay, read-lag and refused-key tests need not sleep. */
   clock?: (() => number) | undefined;
 }
 
@@ -53,29 +62,33 @@ export interface RunningSandbox {
   close(): Promise<void>;
 }
 
-/** The sandbox that accepts exactly what `config.classroom` will send. */
+/** The sandbox that accepts exactly what each configured account will send, each key for its own institutes. */
 export function sandboxOptionsFromConfig(config: Config): SandboxOptions {
   const c = config.classroom;
+  const primary = config.accounts.find((a) => a.instituteIds.includes(c.instituteId)) ?? config.accounts[0];
+  const credentialsOf = (s: Config['classroom']): SandboxCredentials => ({
+    userId: s.userId,
+    apiKey: s.apiKey,
+    xApiKey: s.xApiKey,
+    userAgent: s.userAgent,
+    namespace: s.namespace,
+    namespaceHeader: s.namespaceHeader,
+  });
+  const others = config.accounts.filter((a) => a !== primary);
   return {
-    credentials: {
-      userId: c.userId,
-      apiKey: c.apiKey,
-      xApiKey: c.xApiKey,
-      userAgent: c.userAgent,
-      namespace: c.namespace,
-      namespaceHeader: c.namespaceHeader,
-    },
-    instituteIds: [c.instituteId],
+    credentials: credentialsOf(c),
+    instituteIds: [...new Set([c.instituteId, ...(primary?.instituteIds ?? [])])],
+    primaryAccount: primary?.name,
+    ...(others.length > 0
+      ? { accounts: others.map((a) => ({ name: a.name, credentials: credentialsOf(a.classroom), instituteIds: [...a.instituteIds] })) }
+      : {}),
     addClassPath: c.addClassPath,
     editClassMethod: c.editClassMethod,
   };
 }
 
 /** Starts listening (port 0 = any free port) and resolves once the URL is known. */
-export async function startSandbox(
-  options: SandboxOptions,
-  listen: { port?: number; host?: string } = {},
-): Promise<RunningSandbox> {
+export async function startSandbox(options: SandboxOptions, listen: { port?: number; host?: string } = {}): Promise<RunningSandbox> {
   if (options.instituteIds.length === 0) throw new Error('sandbox needs at least one institute id');
   let url = '';
   const { ctx, closing } = buildContext(options, () => url);
@@ -119,19 +132,27 @@ function buildContext(options: SandboxOptions, linkBase: () => string) {
   const closing = new AbortController();
   // Every request in its latency sleep listens on this signal; hundreds at once are normal here.
   setMaxListeners(0, closing.signal);
-  const store = createStore({ instituteIds: options.instituteIds, seed, clock, linkBase });
-  const faults = createFaultController(options.faults ?? {}, seed);
+  const keys = keyStates([
+    {
+      name: options.primaryAccount ?? 'default',
+      credentials: options.credentials,
+      instituteIds: options.instituteIds,
+      rateLimitPerMinute: options.rateLimitPerMinute,
+    },
+    ...(options.accounts ?? []),
+  ]);
+  const instituteIds = [...new Set(keys.flatMap((key) => [...key.instituteIds]))];
+  const store = createStore({ instituteIds, seed, clock, linkBase });
+  const faults = createFaultController(options.faults ?? {}, seed, clock);
   const stats = createStats();
-  const rateLimiter = createRateLimiter();
   const ctx: SandboxContext = {
-    credentials: options.credentials,
+    keys,
     defaultInstituteId: options.instituteIds[0] ?? '',
     addClassPath: options.addClassPath,
     editClassMethod: options.editClassMethod,
     store,
     faults,
     stats,
-    rateLimiter,
     hangs: createHangRegistry(),
     records: {
       namespace: options.credentials.namespace,
@@ -146,7 +167,7 @@ function buildContext(options: SandboxOptions, linkBase: () => string) {
       store.reset(seed);
       faults.reseed(seed);
       stats.reset();
-      rateLimiter.reset();
+      for (const key of keys) key.limiter.reset();
     },
   };
   return { ctx, closing };

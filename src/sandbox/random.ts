@@ -20,7 +20,10 @@ export function deriveSeed(seed: number, stream: number): number {
 /** `length` lower-case hex characters from `next`. */
 export function randomHex(next: () => number, length: number): string {
   let out = '';
-  while (out.length < length) out += Math.floor(next() * 0x10000).toString(16).padStart(4, '0');
+  while (out.length < length)
+    out += Math.floor(next() * 0x10000)
+      .toString(16)
+      .padStart(4, '0');
   return out.slice(0, length);
 }
 

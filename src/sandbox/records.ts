@@ -1,4 +1,5 @@
 // Shapes the sandbox sends, following section 2 of the spec and the field notes.
+import { readable } from './replica.ts';
 import type { ClassType, StoredClass } from './store.ts';
 
 export interface RecordContext {
@@ -71,6 +72,8 @@ export interface ListingQuery {
   includeIds: boolean;
   /** Classes created after this instant are not listed yet (the listing lags behind creation). */
   createdNoLaterThan: number;
+  /** With replica lag: classes reads do not know yet at this instant are not listed either. */
+  readableAt?: number | undefined;
 }
 
 export interface Listing {
@@ -85,6 +88,7 @@ export function buildListing(classes: Iterable<StoredClass>, q: ListingQuery): L
   const needle = q.searchTerm ? q.searchTerm.toLowerCase() : undefined;
   for (const r of classes) {
     if (r.createdAt > q.createdNoLaterThan) continue;
+    if (q.readableAt !== undefined && !readable(r, q.readableAt)) continue;
     if (q.classType && r.classType !== q.classType) continue;
     if (needle !== undefined && !r.name.toLowerCase().includes(needle)) continue;
     if (r.pending && !r.archived) {

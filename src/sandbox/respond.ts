@@ -30,7 +30,10 @@ export function createHangRegistry(): HangRegistry {
   };
   return {
     hold(socket, ms) {
-      held.set(socket, setTimeout(() => release(socket), ms));
+      held.set(
+        socket,
+        setTimeout(() => release(socket), ms),
+      );
       // The client giving up closes the socket: stop the timer then.
       socket.once('close', () => release(socket));
     },

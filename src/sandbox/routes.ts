@@ -1,24 +1,34 @@
 // The remote operations. Each call runs the same pipeline:
-// latency → credentials/headers → rate limit → fault decision → operation → answer (or fault).
+// latency → credentials/headers → refused key → rate limit → fault decision → operation → answer (or fault).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { checkAuth } from './auth.ts';
+import { type KeyState, identify } from './accounts.ts';
 import type { SandboxContext } from './context.ts';
 import { takesEffect, type SandboxOperation } from './faults.ts';
+import { rewriteName } from './names.ts';
 import { buildListing, fullRecord, shortRecord } from './records.ts';
+import { readable, replicaView } from './replica.ts';
 import { deliverFault, failure, send, success, type Answer } from './respond.ts';
 import { CLASS_TYPES, type ClassType } from './store.ts';
 import { addClassBody, editClassBody, parseBody } from './validation.ts';
 
-type Operation = (request: FastifyRequest) => Answer;
+type Operation = (request: FastifyRequest, key: KeyState) => Answer;
 
 export function registerRemoteRoutes(app: FastifyInstance, ctx: SandboxContext): void {
-  const route = (op: SandboxOperation, run: Operation) => (request: FastifyRequest, reply: FastifyReply) =>
-    pipeline(ctx, op, run, request, reply);
+  const route = (op: SandboxOperation, run: Operation) => (request: FastifyRequest, reply: FastifyReply) => pipeline(ctx, op, run, request, reply);
 
-  app.post(ctx.addClassPath, route('addClass', (req) => addClass(ctx, req.body)));
-  app.route({ method: ctx.editClassMethod, url: '/teacher/editClass', handler: route('editClass', (req) => editClass(ctx, req.body)) });
-  app.get('/user/v2/classes/:classId', route('getClass', (req) => getClass(ctx, req)));
-  app.get('/institutes/:instituteId/classes', route('listClasses', (req) => listClasses(ctx, req)));
+  app.post(
+    ctx.addClassPath,
+    route('addClass', (req, key) => addClass(ctx, req.body, key)),
+  );
+  app.route({ method: ctx.editClassMethod, url: '/teacher/editClass', handler: route('editClass', (req, key) => editClass(ctx, req.body, key)) });
+  app.get(
+    '/user/v2/classes/:classId',
+    route('getClass', (req, key) => getClass(ctx, req, key)),
+  );
+  app.get(
+    '/institutes/:instituteId/classes',
+    route('listClasses', (req, key) => listClasses(ctx, req, key)),
+  );
   // Opening a join link: lets a demo or test follow the link the sync produced. No auth, no faults.
   app.get<{ Params: { token: string } }>('/classroom/join/:token', (req, reply) => {
     const classId = req.params.token.slice(0, -8);
@@ -37,18 +47,23 @@ async function pipeline(ctx: SandboxContext, op: SandboxOperation, run: Operatio
     request.raw.socket.destroy();
     return reply;
   }
-  const refusal = checkAuth(request.headers, ctx.credentials);
-  if (refusal) return answer(ctx, op, reply, failure(refusal.status, refusal.message));
+  const who = identify(request.headers, ctx.keys);
+  if ('refusal' in who) return answer(ctx, op, reply, failure(who.refusal.status, who.refusal.message));
+  const { key } = who;
+  // Right credentials, but the key itself is revoked or suspended: refused like bad credentials.
+  const keyRefused = ctx.faults.keyRefusal(key.name);
+  if (keyRefused) return answer(ctx, op, reply, failure(keyRefused.status, keyRefused.message), key);
   const { config } = ctx.faults;
-  if (!ctx.rateLimiter.admit(ctx.clock(), config.rateLimitPerMinute, config.rateLimitWindowMs ?? 60_000)) {
-    ctx.stats.record(op, 'rateLimited');
+  const limit = config.rateLimitPerAccount?.[key.name] ?? key.rateLimitPerMinute ?? config.rateLimitPerMinute;
+  if (!key.limiter.admit(ctx.clock(), limit, config.rateLimitWindowMs ?? 60_000)) {
+    ctx.stats.record(op, 'rateLimited', false, key.name);
     return send(reply, failure(429, 'Rate limit exceeded: too many API calls per minute'));
   }
   const fault = ctx.faults.decide(op);
-  if (!fault) return answer(ctx, op, reply, run(request));
+  if (!fault) return answer(ctx, op, reply, run(request, key), key);
   // Some faults strike before the operation runs (nothing changes), the rest after it took effect.
-  const result = takesEffect(fault) ? run(request) : undefined;
-  ctx.stats.record(op, fault, true);
+  const result = takesEffect(fault) ? run(request, key) : undefined;
+  ctx.stats.record(op, fault, true, key.name);
   return deliverFault(request, reply, {
     fault,
     answer: result,
@@ -59,60 +74,74 @@ async function pipeline(ctx: SandboxContext, op: SandboxOperation, run: Operatio
   });
 }
 
-function answer(ctx: SandboxContext, op: SandboxOperation, reply: FastifyReply, result: Answer): FastifyReply {
-  ctx.stats.record(op, result.status === 200 ? 'ok' : `http${result.status}`);
+function answer(ctx: SandboxContext, op: SandboxOperation, reply: FastifyReply, result: Answer, key?: KeyState): FastifyReply {
+  ctx.stats.record(op, result.status === 200 ? 'ok' : `http${result.status}`, false, key?.name);
   return send(reply, result);
 }
 
-function addClass(ctx: SandboxContext, body: unknown): Answer {
+function addClass(ctx: SandboxContext, body: unknown, key: KeyState): Answer {
   const parsed = parseBody(addClassBody, body);
   if (!parsed.ok) return failure(400, parsed.message);
   const { name, subject, instituteId, classType, ...extra } = parsed.value;
-  if (!ctx.store.hasInstitute(instituteId)) {
-    return failure(403, 'instituteId: not an institute this integrator may manage');
-  }
-  const record = ctx.store.create({ name, subject, instituteId, classType, extra });
+  if (!ctx.store.hasInstitute(instituteId)) return failure(403, 'instituteId: not an institute this integrator may manage');
+  if (!key.instituteIds.has(instituteId)) return failure(403, 'instituteId: not an institute this key may manage');
+  const kept = rewriteName(name, ctx.faults.config.nameRewrite);
+  // A name of only whitespace passes the body check but not a remote that trims before storing.
+  if (kept === '') return failure(400, 'name: must not be empty');
+  const readLagMs = ctx.faults.readLagMs();
+  const record = ctx.store.create({ name: kept, sentName: name, subject, instituteId, classType, extra, readLagMs });
   return success({ ...shortRecord(record, ctx.records), instituteId });
 }
 
-function editClass(ctx: SandboxContext, body: unknown): Answer {
+function editClass(ctx: SandboxContext, body: unknown, key: KeyState): Answer {
   const parsed = parseBody(editClassBody, body);
   if (!parsed.ok) return failure(400, parsed.message);
   const { classId, enableJoinMagicLink } = parsed.value;
-  const record =
-    enableJoinMagicLink === undefined ? ctx.store.get(classId) : ctx.store.setJoinLink(classId, enableJoinMagicLink);
-  if (!record) return failure(404, `classId: class ${classId} not found`);
+  const existing = ctx.store.get(classId);
+  // A class the replica does not know yet is "not found", and the edit is not applied.
+  if (!existing || !readable(existing, ctx.clock())) return failure(404, `classId: class ${classId} not found`);
+  if (!key.instituteIds.has(existing.instituteId)) return othersClass(classId);
+  const record = enableJoinMagicLink === undefined ? existing : (ctx.store.setJoinLink(classId, enableJoinMagicLink, () => ctx.faults.readLagMs()) ?? existing);
   return success(shortRecord(record, ctx.records));
 }
 
-function getClass(ctx: SandboxContext, request: FastifyRequest): Answer {
+function getClass(ctx: SandboxContext, request: FastifyRequest, key: KeyState): Answer {
   const { classId } = request.params as { classId: string };
   const { full } = request.query as { full?: string };
-  const record = ctx.store.get(classId);
-  if (!record) return failure(404, `class ${classId} not found`);
+  const now = ctx.clock();
+  const stored = ctx.store.get(classId);
+  if (!stored || !readable(stored, now)) return failure(404, `class ${classId} not found`);
+  if (!key.instituteIds.has(stored.instituteId)) return othersClass(classId);
+  const record = replicaView(stored, now);
   return success(full === 'true' ? fullRecord(record, ctx.records) : shortRecord(record, ctx.records));
 }
 
-function listClasses(ctx: SandboxContext, request: FastifyRequest): Answer {
+function listClasses(ctx: SandboxContext, request: FastifyRequest, key: KeyState): Answer {
   const { instituteId } = request.params as { instituteId: string };
   const query = request.query as Record<string, unknown>;
   const classes = ctx.store.classesOf(instituteId);
   if (!classes) return failure(404, `institute ${instituteId} not found`);
+  if (!key.instituteIds.has(instituteId)) return failure(403, `institute ${instituteId}: not an institute this key may manage`);
   const classType = text(query.classType) || undefined;
   if (classType !== undefined && !(CLASS_TYPES as readonly string[]).includes(classType)) {
     return failure(400, `classType: must be one of ${CLASS_TYPES.join(', ')}`);
   }
   const { config } = ctx.faults;
+  const now = ctx.clock();
   return success(
     buildListing(classes, {
       searchTerm: text(query.searchTerm),
       classType: classType as ClassType | undefined,
       showCoTeachers: text(query.showCoTeachers) !== 'false',
       includeIds: config.listingIncludesIds ?? true,
-      createdNoLaterThan: ctx.clock() - (config.listingDelayMs ?? 0),
+      createdNoLaterThan: now - (config.listingDelayMs ?? 0),
+      readableAt: now,
     }),
   );
 }
+
+/** A class of an institute another key manages: this key may neither read nor change it. */
+const othersClass = (classId: string): Answer => failure(403, `classId: class ${classId} belongs to an institute this key may not manage`);
 
 /** A query parameter given once, else undefined (a repeated one arrives as an array). */
 const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);

@@ -8,11 +8,13 @@ export type StatsOperation = SandboxOperation | 'other';
 export interface StatsSnapshot {
   totalCalls: number;
   byOperation: Record<string, { calls: number; outcomes: Record<string, number> }>;
+  /** Per key that authenticated (by sandbox account name): its calls and their outcomes. */
+  byAccount: Record<string, { calls: number; outcomes: Record<string, number> }>;
   faultsInjected: Record<string, number>;
 }
 
 export interface CallStats {
-  record(operation: StatsOperation, outcome: CallOutcome, injected?: boolean): void;
+  record(operation: StatsOperation, outcome: CallOutcome, injected?: boolean, account?: string): void;
   snapshot(): StatsSnapshot;
   reset(): void;
 }
@@ -20,11 +22,10 @@ export interface CallStats {
 export function createStats(): CallStats {
   let snap = empty();
   return {
-    record(operation, outcome, injected = false) {
+    record(operation, outcome, injected = false, account = undefined) {
       snap.totalCalls++;
-      const op = (snap.byOperation[operation] ??= { calls: 0, outcomes: {} });
-      op.calls++;
-      op.outcomes[outcome] = (op.outcomes[outcome] ?? 0) + 1;
+      count(snap.byOperation, operation, outcome);
+      if (account !== undefined) count(snap.byAccount, account, outcome);
       if (injected) snap.faultsInjected[outcome] = (snap.faultsInjected[outcome] ?? 0) + 1;
     },
     snapshot: () => structuredClone(snap),
@@ -34,6 +35,13 @@ export function createStats(): CallStats {
   };
 }
 
+function count(into: StatsSnapshot['byOperation'], key: string, outcome: CallOutcome): void {
+  const entry = into[key] ?? { calls: 0, outcomes: {} };
+  into[key] = entry;
+  entry.calls++;
+  entry.outcomes[outcome] = (entry.outcomes[outcome] ?? 0) + 1;
+}
+
 function empty(): StatsSnapshot {
-  return { totalCalls: 0, byOperation: {}, faultsInjected: {} };
+  return { totalCalls: 0, byOperation: {}, byAccount: {}, faultsInjected: {} };
 }

@@ -8,12 +8,19 @@ export type ClassType = (typeof CLASS_TYPES)[number];
 export interface StoredClass {
   readonly _id: string;
   readonly instituteId: string;
+  /** As stored: add-class may have rewritten it (see names.ts). */
   readonly name: string;
+  /** As the caller sent it; ground truth uses it to tell which batch a class belongs to. */
+  readonly sentName: string;
   readonly subject: string;
   readonly classType: ClassType;
   readonly classNumber: number;
   /** Epoch milliseconds; the listing delay compares against it. */
   readonly createdAt: number;
+  /** Epoch milliseconds from which reads (get, edit, listing) see the class: replica lag. */
+  readonly readableFrom: number;
+  /** Epoch milliseconds from which get-class shows the current join link (it lags each enabling). */
+  linkReadableFrom: number;
   readonly scheduleId: string;
   /** Archived ("hidden") classes are listed under `hiddenClasses`. */
   archived: boolean;
@@ -28,6 +35,10 @@ export interface StoredClass {
 
 export interface NewClass {
   name: string;
+  /** The name before the remote rewrote it; defaults to `name` (hand-made classes). */
+  sentName?: string | undefined;
+  /** Reads see the class this long after it is created (default 0: at once). */
+  readLagMs?: number | undefined;
   subject: string;
   instituteId: string;
   classType?: ClassType | undefined;
@@ -40,6 +51,7 @@ export interface NewClass {
 export interface ClassTruth {
   id: string;
   name: string;
+  sentName: string;
   subject: string;
   instituteId: string;
   classType: ClassType;
@@ -54,8 +66,11 @@ export interface SandboxStore {
   hasInstitute(instituteId: string): boolean;
   create(input: NewClass): StoredClass;
   get(id: string): StoredClass | undefined;
-  /** Enables (idempotently: the same link twice) or clears the join link; undefined for an unknown id. */
-  setJoinLink(id: string, enabled: boolean): StoredClass | undefined;
+  /**
+   * Enables (idempotently: the same link twice) or clears the join link; undefined for an unknown id.
+   * `linkLagMs` is asked only when a link is actually (re)created: reads show it that much later.
+   */
+  setJoinLink(id: string, enabled: boolean, linkLagMs?: () => number): StoredClass | undefined;
   delete(id: string): boolean;
   /** Archives the class, so listings show it under `hiddenClasses`. */
   hide(id: string): boolean;
@@ -64,6 +79,7 @@ export interface SandboxStore {
   classesOf(instituteId: string): IterableIterator<StoredClass> | undefined;
   all(): IterableIterator<StoredClass>;
   countByName(): Record<string, number>;
+  countBySentName(): Record<string, number>;
   truth(): ClassTruth[];
   /** Empties the store and replays the id stream from `seed`; the class counter keeps counting so old ids never come back. */
   reset(seed: number): void;
@@ -95,38 +111,16 @@ export function createStore(deps: StoreDeps): SandboxStore {
     create(input) {
       const institute = byInstitute.get(input.instituteId);
       if (!institute) throw new Error(`unknown institute ${input.instituteId}`);
-      const record: StoredClass = {
-        _id: nextId(),
-        instituteId: input.instituteId,
-        name: input.name,
-        subject: input.subject,
-        classType: input.classType ?? 'LIVE',
-        classNumber: ++classNumber,
-        createdAt: deps.clock(),
-        scheduleId: nextId(),
-        archived: input.archived ?? false,
-        pending: input.pending ?? false,
-        joinMagicLink: '',
-        magicJoinToken: undefined,
-        extra: input.extra ?? {},
-      };
+      const record = newRecord(input, { _id: nextId(), classNumber: ++classNumber, scheduleId: nextId(), createdAt: deps.clock() });
       byId.set(record._id, record);
       institute.set(record._id, record);
       return record;
     },
     get: (id) => byId.get(id),
-    setJoinLink(id, enabled) {
+    setJoinLink(id, enabled, linkLagMs) {
       const record = byId.get(id);
-      if (!record) return undefined;
-      if (!enabled) {
-        record.joinMagicLink = '';
-        record.magicJoinToken = undefined;
-      } else if (!record.magicJoinToken || record.joinMagicLink === '') {
-        // The live token is the class id plus 8 hex characters.
-        const token = record.magicJoinToken?.token ?? record._id + randomHex(random, 8);
-        record.magicJoinToken = { enabledOn: new Date(deps.clock()).toISOString(), token };
-        record.joinMagicLink = `${deps.linkBase()}/classroom/join/${token}`;
-      }
+      // The live token is the class id plus 8 hex characters.
+      if (record) applyJoinLink(record, enabled, deps, () => record._id + randomHex(random, 8), linkLagMs);
       return record;
     },
     delete(id) {
@@ -140,11 +134,8 @@ export function createStore(deps: StoreDeps): SandboxStore {
     blankLink: (id) => mutate(byId, id, (r) => (r.joinMagicLink = '')),
     classesOf: (instituteId) => byInstitute.get(instituteId)?.values(),
     all: () => byId.values(),
-    countByName() {
-      const counts: Record<string, number> = Object.create(null);
-      for (const r of byId.values()) counts[r.name] = (counts[r.name] ?? 0) + 1;
-      return counts;
-    },
+    countByName: () => countBy(byId.values(), 'name'),
+    countBySentName: () => countBy(byId.values(), 'sentName'),
     truth: () => Array.from(byId.values(), toTruth),
     reset(seed) {
       byId.clear();
@@ -153,6 +144,56 @@ export function createStore(deps: StoreDeps): SandboxStore {
     },
   };
   return store;
+}
+
+/** A new class as add-class (or a hand-made one) stores it: no join link yet, readable after its lag. */
+function newRecord(input: NewClass, made: { _id: string; classNumber: number; scheduleId: string; createdAt: number }): StoredClass {
+  return {
+    _id: made._id,
+    instituteId: input.instituteId,
+    name: input.name,
+    sentName: input.sentName ?? input.name,
+    subject: input.subject,
+    classType: input.classType ?? 'LIVE',
+    classNumber: made.classNumber,
+    createdAt: made.createdAt,
+    readableFrom: made.createdAt + (input.readLagMs ?? 0),
+    linkReadableFrom: 0,
+    scheduleId: made.scheduleId,
+    archived: input.archived ?? false,
+    pending: input.pending ?? false,
+    joinMagicLink: '',
+    magicJoinToken: undefined,
+    extra: input.extra ?? {},
+  };
+}
+
+/**
+ * Clears the join link, or enables it: an enabled link stays as it is (enabling twice is the same
+ * link), and a link blanked by drift comes back with its old token. `newToken` is asked only for a first link.
+ */
+function applyJoinLink(
+  record: StoredClass,
+  enabled: boolean,
+  deps: Pick<StoreDeps, 'clock' | 'linkBase'>,
+  newToken: () => string,
+  linkLagMs: (() => number) | undefined,
+): void {
+  if (!enabled) {
+    record.joinMagicLink = '';
+    record.magicJoinToken = undefined;
+  } else if (!record.magicJoinToken || record.joinMagicLink === '') {
+    const token = record.magicJoinToken?.token ?? newToken();
+    record.magicJoinToken = { enabledOn: new Date(deps.clock()).toISOString(), token };
+    record.joinMagicLink = `${deps.linkBase()}/classroom/join/${token}`;
+    record.linkReadableFrom = deps.clock() + (linkLagMs?.() ?? 0);
+  }
+}
+
+function countBy(records: Iterable<StoredClass>, key: 'name' | 'sentName'): Record<string, number> {
+  const counts: Record<string, number> = Object.create(null);
+  for (const r of records) counts[r[key]] = (counts[r[key]] ?? 0) + 1;
+  return counts;
 }
 
 function mutate(byId: Map<string, StoredClass>, id: string, change: (r: StoredClass) => void): boolean {
@@ -165,6 +206,7 @@ export function toTruth(r: StoredClass): ClassTruth {
   return {
     id: r._id,
     name: r.name,
+    sentName: r.sentName,
     subject: r.subject,
     instituteId: r.instituteId,
     classType: r.classType,

@@ -1,25 +1,139 @@
-// What a sync run tells the queue. The processor turns each into BullMQ's behaviour in one place.
+// Why a sync run stopped, as one closed set of kinds, and the one function that says what the queue
+// does about each. Every error a run ends with is classified here (`failureOf`): the remote's own
+// errors keep the kind they were given at the boundary (src/classroom/errors.ts); the state
+// machine's carry theirs; anything else is a database problem or, failing that, `internal`, with
+// its cause kept.
+import { DrizzleQueryError } from 'drizzle-orm/errors';
+import { type FailureKind, isClassroomError } from '../classroom/errors.ts';
+import { type BatchState, LeaseLostError } from '../mapping/index.ts';
 
-/** Try again later without counting an attempt: a lease held elsewhere, a settle delay, a 429. */
-export class DeferError extends Error {
-  override readonly name = 'DeferError';
+export { LeaseLostError };
+
+export type SyncFailureKind =
+  /** The remote's, classified at the boundary: see FailureKind. */
+  | FailureKind
+  /** Not this run's turn: another runner holds the batch, or an add-class must settle before the listing is read. */
+  | 'busy'
+  /** Something we wrote is not visible on the remote yet (read lag). */
+  | 'not_visible_yet'
+  /** Another runner took the batch over; this run stopped writing. */
+  | 'lease_lost'
+  /** An add-class of unknown outcome the listing cannot settle: the batch is in needs_review. */
+  | 'ambiguous_create'
+  /** The remote no longer knows a class we stored (404 past SYNC_READ_LAG). */
+  | 'class_unknown'
+  /** The batch is not recorded in PostgreSQL (published to the queue by hand?). */
+  | 'not_recorded'
+  /** The remote answered something that contradicts itself (another class's record, a link that did not stick). */
+  | 'remote_inconsistent'
+  /** A 403 whose probe failed too, so whether the key or the batch was refused cannot be told yet. */
+  | 'unconfirmed_refusal'
+  /** PostgreSQL could not be reached or refused a statement. */
+  | 'database'
+  /** Anything else: a bug; the cause is kept. */
+  | 'internal';
+
+/** What the queue does: run the job again later without using an attempt, retry it (an attempt), or stop. */
+export type QueueAction = 'delay' | 'retry' | 'fail';
+
+const ACTIONS: Record<SyncFailureKind, QueueAction> = {
+  not_sent: 'retry',
+  outcome_unknown: 'retry',
+  remote_inconsistent: 'retry',
+  unconfirmed_refusal: 'retry',
+  database: 'retry',
+  internal: 'retry',
+  throttled: 'delay',
+  credentials_refused: 'delay',
+  busy: 'delay',
+  not_visible_yet: 'delay',
+  lease_lost: 'delay',
+  rejected: 'fail',
+  class_unknown: 'fail',
+  ambiguous_create: 'fail',
+  not_recorded: 'fail',
+};
+
+/** The one mapping from a kind of failure to what the queue does. */
+export function queueAction(kind: SyncFailureKind): QueueAction {
+  return ACTIONS[kind];
+}
+
+/** An error of the state machine: its kind, a machine-readable reason, and for delays how long. */
+export class SyncError extends Error {
+  override readonly name: string = 'SyncError';
   constructor(
-    readonly delayMs: number,
-    reason: string,
+    readonly kind: SyncFailureKind,
+    readonly reason: string,
+    message: string,
+    options: { cause?: unknown; delayMs?: number } = {},
   ) {
-    super(reason);
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.delayMs = options.delayMs;
+  }
+  readonly delayMs: number | undefined;
+  /** The batch's state when its run stopped (set by the run's end): where its job goes next. */
+  batchState: BatchState | undefined;
+}
+
+/** Try again after `delayMs` without counting an attempt (a lease held elsewhere, a settle delay, a 429, a refused key). */
+export class DeferError extends SyncError {
+  override readonly name: string = 'DeferError';
+  declare readonly delayMs: number;
+  constructor(delayMs: number, message: string, kind: SyncFailureKind = 'busy', reason = 'lease_busy') {
+    super(kind, reason, message, { delayMs });
+  }
+}
+
+/** Something we wrote is not visible on the remote yet (read lag): worth a short wait in the run itself. */
+export class NotVisibleYetError extends DeferError {
+  override readonly name = 'NotVisibleYetError';
+  constructor(delayMs: number, message: string) {
+    super(delayMs, message, 'not_visible_yet', 'read_lag');
   }
 }
 
 /** The batch reached `failed` or `needs_review`; retrying the job cannot help (`classroom-sync retry` can). */
-export class PermanentSyncError extends Error {
+export class PermanentSyncError extends SyncError {
   override readonly name = 'PermanentSyncError';
 }
 
-/** Another runner holds a newer lease epoch: this run must stop writing at once. */
-export class LeaseLostError extends Error {
-  override readonly name = 'LeaseLostError';
-  constructor(batchId: string) {
-    super(`lease on batch ${batchId} was taken over by another runner; this run stops without writing`);
-  }
+/** How a run's error is classified: one shape for logs, the mapping table and the queue. */
+export interface Failure {
+  kind: SyncFailureKind;
+  reason: string;
+  message: string;
+  /** For `delay`: how long. */
+  delayMs: number | undefined;
+}
+
+/** Lease lost: the new holder runs soon; this job comes back in a second to find it busy or done. */
+const LEASE_LOST_DELAY_MS = 1_000;
+
+export function failureOf(error: unknown): Failure {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof SyncError) return { kind: error.kind, reason: error.reason, message, delayMs: error.delayMs };
+  if (isClassroomError(error)) return { kind: error.kind, reason: error.reason, message, delayMs: undefined };
+  if (error instanceof LeaseLostError) return { kind: 'lease_lost', reason: 'newer_epoch', message, delayMs: LEASE_LOST_DELAY_MS };
+  const database = databaseFailure(error);
+  if (database) return database;
+  return { kind: 'internal', reason: error instanceof Error ? error.name : typeof error, message, delayMs: undefined };
+}
+
+/** Connection codes Node raises when PostgreSQL cannot be reached. */
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * A failed statement (drizzle wraps the driver's error: the cause says why) or a driver error
+ * (a `severity` means PostgreSQL itself answered). The message is the cause's, never drizzle's
+ * "Failed query: … params: …": the parameters of a write can hold a join link.
+ */
+function databaseFailure(error: unknown): Failure | undefined {
+  const wrapped = error instanceof DrizzleQueryError;
+  const cause: unknown = wrapped ? error.cause : error;
+  const code = (cause as { code?: unknown } | undefined)?.code;
+  const fromPg = (cause as { severity?: unknown } | undefined)?.severity !== undefined;
+  if (!wrapped && !fromPg && !(typeof code === 'string' && CONNECTION_CODES.has(code))) return undefined;
+  const why = cause instanceof Error ? cause.message : 'no answer';
+  return { kind: 'database', reason: typeof code === 'string' ? `pg_${code}` : 'pg_unavailable', message: `PostgreSQL: ${why}`, delayMs: undefined };
 }

@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
+import type { BatchKey } from '../mapping/index.ts';
 
-export interface BatchKey {
-  instituteId: string;
-  batchId: string;
-}
+export type { BatchKey };
 
 /**
  * One job id per (institute, batch): BullMQ then refuses a second live job for the same batch.

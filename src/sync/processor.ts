@@ -1,77 +1,153 @@
-// The one place where a sync run's outcome becomes BullMQ behaviour.
+// The one place where a sync run's outcome becomes BullMQ behaviour: the kind of failure decides
+// (`queueAction`), nothing else. Lanes meet the rate limit here too: a job of a lower lane (operator,
+// backfill; they run in the background queue's own worker slots) takes its first call's slot
+// before its run starts, without touching PostgreSQL while it waits for one.
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
-import { and, eq, notInArray, sql } from 'drizzle-orm';
-import { appendEvents } from '../audit/events.ts';
-import type { Db } from '../db/client.ts';
-import { type BatchRow, type BatchState, TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
-import { DeferError, LeaseLostError, PermanentSyncError } from './errors.ts';
-import { type SyncDeps, runBatch } from './machine.ts';
+import type { Logger } from '../logger.ts';
+import * as mapping from '../mapping/index.ts';
+import { BreakerOpenError } from '../ratelimit/limiter.ts';
+import { type Failure, SyncError, failureOf, queueAction } from './errors.ts';
+import { type QueueLane, laneOfPriority, priorityOf, queueLaneOf } from './lanes.ts';
+import { runBatch } from './machine.ts';
 import type { SyncJobData, SyncResult } from './queue.ts';
+import type { ProcessorDeps, SyncAccount, SyncDeps } from './types.ts';
 
-export function createSyncProcessor(deps: SyncDeps) {
-  return async function processSyncJob(job: Job<SyncJobData, SyncResult>, token?: string): Promise<SyncResult> {
+type SyncJob = Job<SyncJobData, SyncResult>;
+
+/** How soon a job comes back while the credentials breaker is open (its process pauses meanwhile). */
+const BREAKER_RETRY_MS = 1_000;
+
+/** How soon a batch of an institute no account serves is looked at again (a restart may add one). */
+const NO_ACCOUNT_RETRY_MS = 60_000;
+
+/** How long a lower lane's job waits in place for a rate-limit slot before it goes back to wait. */
+const IN_PLACE_MS = 5_000;
+
+export function createSyncProcessor(processorDeps: ProcessorDeps) {
+  const unserved = warnOnce(processorDeps.logger);
+  return async function processSyncJob(job: SyncJob, token?: string): Promise<SyncResult> {
     const key = { instituteId: job.data.instituteId, batchId: job.data.batchId };
+    const account = processorDeps.accountFor(key.instituteId);
+    if (!account) {
+      unserved(key.instituteId);
+      return wait(job, token, NO_ACCOUNT_RETRY_MS, `no account serves institute ${key.instituteId}`);
+    }
+    // Known refused here: back to wait before touching PostgreSQL (one process probes meanwhile).
+    if (account.credentials.isRefused()) return wait(job, token, account.credentials.retryInMs(), `the API key of account ${account.name} is refused`);
+    const { accountFor: _, ...rest } = processorDeps;
+    const deps: SyncDeps = { ...rest, classroom: account.classroom, limiter: account.limiter, credentials: account.credentials };
     const log = deps.logger.child({ batchId: key.batchId, jobId: job.id });
     const attempt = job.attemptsMade + 1;
+    const slot = await slotForLane(account, job, token, processorDeps.sharedSlots === true);
     try {
-      const outcome = await runBatch({ ...deps, logger: log }, key, attempt);
+      const outcome = await runBatch({ ...deps, logger: log }, key, attempt, slot ? { firstSlot: slot.ready } : {});
       return { state: outcome.state, classId: outcome.classId };
     } catch (error) {
-      if (error instanceof DeferError || error instanceof LeaseLostError) {
-        // Not a failed attempt: wait and run again (lease elsewhere, settle delay, 429).
-        const delay = error instanceof DeferError ? error.delayMs : 1_000;
-        await job.moveToDelayed(Date.now() + delay, token);
-        throw new DelayedError(error.message);
+      const failure = failureOf(error);
+      const action = queueAction(failure.kind);
+      if (action !== 'fail') await promoteIfUnderWay(job, error, log);
+      switch (action) {
+        case 'delay':
+          // Not a failed attempt: run again later (lease elsewhere, settle delay, read lag, 429, refused key).
+          await job.moveToDelayed(Date.now() + (failure.delayMs ?? 1_000), token);
+          throw new DelayedError(failure.message);
+        case 'fail':
+          throw new UnrecoverableError(failure.message);
+        case 'retry':
+          if (attempt >= (job.opts.attempts ?? 1)) await recordExhausted(deps, key, failure, attempt, log);
+          throw new Error(failure.message, { cause: error });
       }
-      if (error instanceof PermanentSyncError) throw new UnrecoverableError(error.message);
-      if (attempt >= (job.opts.attempts ?? 1)) {
-        const failed = await markExhausted(deps.db, key, error, { attempt, workerId: deps.workerId });
-        log.warn({ attempt, from: failed?.from, to: 'failed', classId: failed?.row.classId ?? null }, 'attempts exhausted; batch failed');
-        if (failed) deps.onTransition?.({ key, from: failed.from, to: 'failed', row: failed.row });
-      }
-      throw error;
     }
   };
+}
+
+/** The lane a job waits in: stored in its data when queued, else read from its priority. */
+export function laneOfJob(job: SyncJob): QueueLane {
+  return job.data.lane ?? laneOfPriority(job.opts.priority);
+}
+
+/**
+ * For a job of a lower lane (or, with several accounts, a live one): the slot its first call will
+ * use (`ready` resolves when it is due). Alone, a lower lane's job waits for one in place, holding
+ * only a background worker slot, and asks again when told; after IN_PLACE_MS without one it goes
+ * back to wait (and this throws DelayedError), so the background queue's batches under way and a
+ * shutdown are never held up for long. With several accounts it goes back to wait at once: the
+ * worker slot may serve another account meanwhile.
+ */
+async function slotForLane(deps: SyncAccount, job: SyncJob, token: string | undefined, shared: boolean): Promise<{ ready: Promise<void> } | undefined> {
+  const lane = laneOfJob(job);
+  if (lane !== 'operator' && lane !== 'backfill' && !(shared && lane === 'live')) return undefined;
+  const giveUpAt = performance.now() + (shared ? 0 : IN_PLACE_MS);
+  let retryInMs: number;
+  for (;;) {
+    try {
+      const reservation = await deps.limiter.reserve(lane);
+      // Wrapped: an async function would wait for a promise it returned instead of handing it over.
+      if (reservation.granted) return { ready: new Promise<void>((resolve) => setTimeout(resolve, reservation.waitMs)) };
+      retryInMs = reservation.retryInMs;
+    } catch (error) {
+      if (!(error instanceof BreakerOpenError)) throw error;
+      deps.credentials.refused();
+      retryInMs = BREAKER_RETRY_MS;
+      break;
+    }
+    if (performance.now() + retryInMs > giveUpAt) break;
+    await new Promise((resolve) => setTimeout(resolve, retryInMs));
+  }
+  await job.moveToDelayed(Date.now() + retryInMs, token);
+  throw new DelayedError(`the ${lane} lane waits for a rate-limit slot`);
+}
+
+/** Back to wait for `ms` without using an attempt or touching the batch. */
+async function wait(job: SyncJob, token: string | undefined, ms: number, why: string): Promise<never> {
+  await job.moveToDelayed(Date.now() + ms, token);
+  throw new DelayedError(`${why}; waiting ${ms} ms`);
+}
+
+/** One warning per institute no account serves, per process and ten minutes. */
+function warnOnce(logger: Logger): (instituteId: string) => void {
+  const warned = new Map<string, number>();
+  return (instituteId) => {
+    const last = warned.get(instituteId);
+    if (last !== undefined && performance.now() - last < 600_000) return;
+    warned.set(instituteId, performance.now());
+    logger.warn(
+      { instituteId },
+      `no account serves institute ${instituteId}: its batches wait, unchanged; add it to an account's instituteIds in CLASSROOM_ACCOUNTS_FILE (or set CLASSROOM_INSTITUTE_ID) and restart`,
+    );
+  };
+}
+
+/** A batch whose add-class was sent goes ahead of everything new: its job moves to the top lane. */
+async function promoteIfUnderWay(job: SyncJob, error: unknown, log: Logger): Promise<void> {
+  const state = error instanceof SyncError ? error.batchState : undefined;
+  if (!state || laneOfJob(job) === 'under_way' || queueLaneOf('live', state) !== 'under_way') return;
+  try {
+    await job.changePriority({ priority: priorityOf('under_way') });
+    await job.updateData({ ...job.data, lane: 'under_way' });
+  } catch (promoteError) {
+    // It still runs again, in its old place; the sweep or its next run moves it up.
+    log.warn({ err: promoteError }, 'could not move the job of a batch under way to the front of the queue');
+  }
+}
+
+/** The last attempt failed: the batch is `failed` with the last error (a later `retry` resumes safely). */
+async function recordExhausted(deps: SyncDeps, key: mapping.BatchKey, failure: Failure, attempt: number, log: Logger): Promise<void> {
+  const failed = await mapping.markExhausted(deps.db, key, { message: failure.message, kind: failure.kind }, { attempt, workerId: deps.workerId });
+  log.warn(
+    { attempt, kind: failure.kind, reason: failure.reason, from: failed?.from, to: 'failed', classId: failed?.row.classId ?? null },
+    'attempts exhausted; batch failed',
+  );
+  if (failed) deps.onTransition?.({ key, from: failed.from, to: 'failed', row: failed.row });
 }
 
 /** How one run of a sync job ended, as the queue sees it (metrics count these). */
 export type SyncJobResult = 'completed' | 'deferred' | 'retrying' | 'failed';
 
 /** Classifies what `processSyncJob` threw (or `undefined` when it returned) for `job`. */
-export function syncJobResult(job: Job<SyncJobData, SyncResult>, thrown?: unknown): SyncJobResult {
+export function syncJobResult(job: SyncJob, thrown?: unknown): SyncJobResult {
   if (thrown === undefined) return 'completed';
   if (thrown instanceof DelayedError) return 'deferred';
   if (thrown instanceof UnrecoverableError) return 'failed';
   return job.attemptsMade + 1 >= (job.opts.attempts ?? 1) ? 'failed' : 'retrying';
-}
-
-/** The last attempt failed: record `failed` with the last error (a later `retry` resumes safely). */
-async function markExhausted(
-  db: Db,
-  key: { instituteId: string; batchId: string },
-  error: unknown,
-  context: { attempt: number; workerId: string },
-): Promise<{ from: BatchState; row: BatchRow } | undefined> {
-  const message = error instanceof Error ? error.message : String(error);
-  return db.transaction(async (tx) => {
-    const [updated] = await tx
-    .update(batchClasses)
-    .set({ state: 'failed', failedAt: sql`now()`, lastError: `attempts exhausted: ${message}`, updatedAt: sql`now()` })
-    .where(
-      and(
-        eq(batchClasses.instituteId, key.instituteId),
-        eq(batchClasses.batchId, key.batchId),
-        notInArray(batchClasses.state, [...TERMINAL_STATES]),
-      ),
-    )
-    // A sub-select in RETURNING reads the snapshot from before this UPDATE: the state we left.
-    // (Spelled out: drizzle renders the column unqualified here, which the sub-select would capture.)
-    .returning({ row: batchClasses, from: sql<BatchState>`(select b.state from batch_classes b where b.id = batch_classes.id)` });
-    if (updated) {
-      await appendEvents(tx, updated.row.id, [
-        { type: 'transition', fromState: updated.from, toState: 'failed', classId: updated.row.classId, error: updated.row.lastError, ...context },
-      ]);
-    }
-    return updated;
-  });
 }

@@ -1,12 +1,18 @@
 import { Queue } from 'bullmq';
 import type { Redis } from '../redis.ts';
+import { within } from '../timeout.ts';
 import { type BatchKey, jobIdFor } from './keys.ts';
+import { type QueueLane, priorityOf } from './lanes.ts';
 
 export const SYNC_QUEUE = 'batch-sync';
+/** Operator work and backfill: a queue with workers of their own, so they never hold a worker slot live work needs. */
+export const BACKGROUND_QUEUE = 'batch-sync-background';
 export const BACKOFF_STRATEGY = 'full-jitter';
 
-export type SyncJobData = BatchKey & { receivedAt?: string };
-export type SyncQueue = Queue<SyncJobData, SyncResult, string>;
+export type SyncJobData = BatchKey & { receivedAt?: string; lane?: QueueLane };
+type BullQueue = Queue<SyncJobData, SyncResult, string>;
+/** The sync queue (batches under way and live ones) with the background queue beside it. */
+export type SyncQueue = BullQueue & { readonly background: BullQueue };
 export interface SyncResult {
   state: string;
   classId: string | null;
@@ -19,21 +25,45 @@ export interface SyncQueueOptions {
 }
 
 export function createSyncQueue({ connection, prefix, attempts }: SyncQueueOptions): SyncQueue {
-  return new Queue<SyncJobData, SyncResult, string>(SYNC_QUEUE, {
-    connection,
-    prefix,
-    defaultJobOptions: {
-      attempts,
-      backoff: { type: BACKOFF_STRATEGY },
-      // Postgres keeps the history; Redis keeps enough for the dashboard and de-duplication.
-      removeOnComplete: { age: 24 * 3600, count: 5_000 },
-      removeOnFail: { age: 7 * 24 * 3600, count: 20_000 },
-    },
-  });
+  const open = (name: string) =>
+    new Queue<SyncJobData, SyncResult, string>(name, {
+      connection,
+      prefix,
+      defaultJobOptions: {
+        attempts,
+        backoff: { type: BACKOFF_STRATEGY },
+        // Postgres keeps the history; Redis keeps enough for the dashboard and de-duplication.
+        removeOnComplete: { age: 24 * 3600, count: 5_000 },
+        removeOnFail: { age: 7 * 24 * 3600, count: 20_000 },
+      },
+    });
+  return Object.assign(open(SYNC_QUEUE), { background: open(BACKGROUND_QUEUE) });
 }
 
-export function syncJob(key: BatchKey) {
-  return { name: key.batchId.slice(0, 200), data: { instituteId: key.instituteId, batchId: key.batchId }, opts: { jobId: jobIdFor(key) } };
+/** Both queues, for dashboards, metrics and cleanup. */
+export const bothQueues = (queue: SyncQueue): BullQueue[] => [queue, queue.background];
+
+/** The queue a lane's jobs wait in: operator work and backfill in the background queue. */
+export function queueFor(queue: SyncQueue, lane: QueueLane): BullQueue {
+  return lane === 'operator' || lane === 'backfill' ? queue.background : queue;
+}
+
+/** Closes both queues (their shared connection stays open: its owner closes it). */
+export async function closeQueues(queue: SyncQueue): Promise<void> {
+  await Promise.all(bothQueues(queue).map((q) => q.close()));
+}
+
+/** Where a job goes in the queue: its lane, and its place in its institute's line there. */
+export interface Placement {
+  lane: QueueLane;
+  position?: number;
+}
+
+/** The job of one batch: one id per batch, its lane in its data and its name (for the dashboard), its priority. */
+export function syncJob(key: BatchKey, placement: Placement = { lane: 'live' }) {
+  const name = `${placement.lane} · ${key.batchId}`.slice(0, 200);
+  const data: SyncJobData = { instituteId: key.instituteId, batchId: key.batchId, lane: placement.lane };
+  return { name, data, opts: { jobId: jobIdFor(key), priority: priorityOf(placement.lane, placement.position) } };
 }
 
 /**
@@ -42,10 +72,5 @@ export function syncJob(key: BatchKey) {
  * down (it would never come).
  */
 export async function settleQueue(queue: SyncQueue, boundMs = 2_000): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, boundMs);
-  });
-  await Promise.race([queue.waitUntilReady().then(() => {}, () => {}), bound]);
-  clearTimeout(timer);
+  await within(Promise.all(bothQueues(queue).map((q) => q.waitUntilReady())), boundMs).catch(() => undefined);
 }

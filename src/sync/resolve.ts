@@ -1,68 +1,107 @@
 // After an add-class whose outcome is unknown, decide by reading the institute listing, never by
-// posting again: one clear match is adopted, none means it is safe to create, anything else goes
-// to an operator with the evidence.
+// posting again. The decision is asymmetric because the two mistakes cost differently: a second
+// class is a mess in the remote and two join links in circulation; a batch in needs_review is one
+// operator's glance. So: create only when no listed class could plausibly be ours; adopt only a
+// single strong candidate that no other batch could also claim; anything in between goes to review.
 import type { CallOptions, ClassroomClient } from '../classroom/client.ts';
 import { isSafeId } from '../classroom/ids.ts';
-import type { InstituteListing, ListItem } from '../classroom/schemas.ts';
+import type { InstituteListing } from '../classroom/schemas.ts';
+import { type NameMatch, type NameRules, isStrong, matchName } from './matching.ts';
 
 export type Resolution =
-  | { decision: 'adopt'; classId: string }
+  | { decision: 'adopt'; classId: string; remoteName: string }
   | { decision: 'create' }
   | { decision: 'review'; reason: string; evidence: ReviewEvidence };
 
-export interface ReviewEvidence {
-  className: string;
-  matches: { _id: string | null; name: string; list: ListName }[];
-  mappedElsewhere: string[];
+export type ListName = 'classes' | 'pendingClasses' | 'hiddenClasses';
+export const LISTS: readonly ListName[] = ['classes', 'pendingClasses', 'hiddenClasses'];
+
+/** A listed class that could be this batch's: how its name matched ours, and where it is listed. */
+export interface Candidate {
+  _id: string | null;
+  name: string;
+  list: ListName;
+  match: NameMatch;
 }
 
-export type ListName = 'classes' | 'pendingClasses' | 'hiddenClasses';
-const LISTS: ListName[] = ['classes', 'pendingClasses', 'hiddenClasses'];
+export interface ReviewEvidence {
+  className: string;
+  /** Every candidate still in play, with how its name matched. */
+  matches: Candidate[];
+  /** Candidate ids already stored for other batches (never ours). */
+  mappedElsewhere: string[];
+  /** Other batches of the institute that may have created a class and whose names match the candidate. */
+  otherClaimants?: string[];
+}
+
+/** What the database knows about the candidates: who already has them, who else may have made them. */
+export interface ClaimsOnCandidates {
+  /** Candidate ids stored for other batches. */
+  mappedElsewhere: ReadonlySet<string>;
+  /** Class names of the institute's other batches that sent an add-class and have no ClassID yet. */
+  otherClaimants: readonly string[];
+}
 
 export interface ResolveInput {
   instituteId: string;
   className: string;
-  /** Class ids already stored for other batches: a same-named class of another batch is not ours. */
-  mappedElsewhere: (classIds: string[]) => Promise<Set<string>>;
+  rules: NameRules;
+  claims: (candidateIds: string[]) => Promise<ClaimsOnCandidates>;
 }
 
-export function findByName(listing: InstituteListing, className: string): { item: ListItem; list: ListName }[] {
-  const wanted = className.trim();
-  return LISTS.flatMap((list) => listing[list].filter((item) => item.name.trim() === wanted).map((item) => ({ item, list })));
+/** Every listed class, in any list, whose name could be a rewriting of `className`. */
+export function findCandidates(listing: InstituteListing, className: string, rules: NameRules): Candidate[] {
+  const found: Candidate[] = [];
+  for (const list of LISTS) {
+    for (const item of listing[list]) {
+      const match = matchName(className, item.name, rules);
+      if (match) found.push({ _id: item._id ?? null, name: item.name, list, match });
+    }
+  }
+  return found;
 }
 
 export async function resolveUnknownCreate(classroom: ClassroomClient, input: ResolveInput, options: CallOptions = {}): Promise<Resolution> {
-  let matches = findByName(await classroom.listClasses(input.instituteId, { searchTerm: input.className }, options), input.className);
-  if (matches.length === 0) {
-    // "Nothing found" is what licenses a second POST, so it must not rest on how the remote
-    // interprets searchTerm: confirm against the whole listing.
-    matches = findByName(await classroom.listClasses(input.instituteId, {}, options), input.className);
-  }
-  const ids = matches.map((m) => m.item._id).filter((id): id is string => typeof id === 'string');
-  return decideResolution(input.className, matches, await input.mappedElsewhere(ids));
+  // The whole listing, not a searchTerm query: a remote that shortened or re-cased the name would
+  // not find it by our spelling, and "nothing found" is what licenses a second POST.
+  const candidates = findCandidates(await classroom.listClasses(input.instituteId, {}, options), input.className, input.rules);
+  if (candidates.length === 0) return { decision: 'create' };
+  const ids = candidates.map((c) => c._id).filter((id): id is string => typeof id === 'string');
+  return decideResolution(input.className, candidates, await input.claims(ids), input.rules);
 }
 
 /**
- * The decision itself, given the same-named listing matches and the ids among them that are stored
- * for other batches. Pure, so reconciliation applies exactly the rule a sync run applies.
+ * The decision itself. Pure, so reconciliation applies exactly the rule a sync run applies.
+ * `candidates` come from `findCandidates`; `claims` from the mapping table.
  */
-export function decideResolution(className: string, matches: { item: ListItem; list: ListName }[], mapped: ReadonlySet<string>): Resolution {
-  const ours = matches.filter((m) => !(m.item._id && mapped.has(m.item._id)));
-  const evidence: ReviewEvidence = {
-    className,
-    matches: ours.map((m) => ({ _id: m.item._id ?? null, name: m.item.name, list: m.list })),
-    mappedElsewhere: [...mapped],
-  };
+export function decideResolution(className: string, candidates: readonly Candidate[], claims: ClaimsOnCandidates, rules: NameRules): Resolution {
+  const ours = candidates.filter((c) => !(c._id && claims.mappedElsewhere.has(c._id)));
   if (ours.length === 0) return { decision: 'create' };
+  const evidence: ReviewEvidence = { className, matches: ours, mappedElsewhere: [...claims.mappedElsewhere] };
+  const review = (reason: string): Resolution => ({ decision: 'review', reason, evidence });
   if (ours.length > 1) {
-    return { decision: 'review', reason: `${ours.length} unmapped remote classes are named "${className}"; cannot tell which one this batch created`, evidence };
+    return review(
+      `${ours.length} unmapped remote classes are named "${className}" or a rewriting of it (${describe(ours)}); cannot tell which one this batch created`,
+    );
   }
-  const only = ours[0]!.item;
-  if (!only._id) {
-    return { decision: 'review', reason: `a class named "${className}" exists but the listing gives no _id to adopt`, evidence };
+  const only = ours[0]!;
+  if (!isStrong(only.match)) {
+    return review(`a remote class named "${only.name}" resembles "${className}" but is not a rewriting the remote is known to make; adopt or create by hand`);
   }
-  if (!isSafeId(only._id)) {
-    return { decision: 'review', reason: `a class named "${className}" exists but its _id is not a safe identifier`, evidence };
+  if (!only._id) return review(`a class named "${only.name}" exists but the listing gives no _id to adopt`);
+  if (!isSafeId(only._id)) return review(`a class named "${only.name}" exists but its _id is not a safe identifier`);
+  const rivals = claims.otherClaimants.filter((name) => matchName(name, only.name, rules) !== undefined);
+  if (rivals.length > 0) {
+    evidence.otherClaimants = rivals;
+    return review(
+      `the only candidate "${only.name}" (${only._id}) could also be the class of ${rivals.length} other batch(es) whose add-class outcome is open`,
+    );
   }
-  return { decision: 'adopt', classId: only._id };
+  return { decision: 'adopt', classId: only._id, remoteName: only.name };
+}
+
+function describe(candidates: readonly Candidate[]): string {
+  const counts = new Map<NameMatch, number>();
+  for (const c of candidates) counts.set(c.match, (counts.get(c.match) ?? 0) + 1);
+  return [...counts].map(([match, n]) => `${n} ${match}`).join(', ');
 }

@@ -1,12 +1,12 @@
 // Postgres is the source of truth; Redis only holds work in flight. If Redis loses jobs (restart
 // without persistence, eviction, a failed enqueue after the row was written), this puts every
 // unfinished batch that has no live job back on the queue.
-import { and, asc, isNull, lt, notInArray, or, sql } from 'drizzle-orm';
-import type { Db } from '../db/client.ts';
-import { TERMINAL_STATES, batchClasses } from '../db/schema/index.ts';
 import type { Logger } from '../logger.ts';
-import { jobIdFor } from './keys.ts';
-import { type SyncQueue, syncJob } from './queue.ts';
+import * as mapping from '../mapping/index.ts';
+import { type BatchKey, jobIdFor } from './keys.ts';
+import { queueLaneOf } from './lanes.ts';
+import type { Queue } from 'bullmq';
+import { type Placement, type SyncQueue, bothQueues, queueFor, syncJob } from './queue.ts';
 
 const LIVE_STATES = new Set(['active', 'waiting', 'waiting-children', 'delayed', 'prioritized']);
 
@@ -16,43 +16,49 @@ export interface SweepResult {
 }
 
 export async function sweepStuckBatches(
-  deps: { db: Db; queue: SyncQueue; logger: Logger },
+  deps: { db: mapping.Db; queue: SyncQueue; logger: Logger },
   options: { stuckAfterMs: number; limit?: number },
 ): Promise<SweepResult> {
-  const rows = await deps.db
-    .select({ instituteId: batchClasses.instituteId, batchId: batchClasses.batchId })
-    .from(batchClasses)
-    .where(
-      and(
-        notInArray(batchClasses.state, [...TERMINAL_STATES]),
-        lt(batchClasses.updatedAt, sql`now() - (${options.stuckAfterMs} * interval '1 millisecond')`),
-        or(isNull(batchClasses.leaseExpiresAt), lt(batchClasses.leaseExpiresAt, sql`now()`)),
-      ),
-    )
-    .orderBy(asc(batchClasses.updatedAt))
-    .limit(options.limit ?? 1_000);
+  const rows = await mapping.findStuck(deps.db, options.stuckAfterMs, options.limit ?? 1_000);
   let requeued = 0;
-  for (const key of rows) {
-    if (await requeue(deps.queue, key)) requeued += 1;
+  for (const row of rows) {
+    if (await requeue(deps.queue, row, { lane: queueLaneOf(row.lane, row.state) })) requeued += 1;
   }
   if (requeued > 0) deps.logger.warn({ examined: rows.length, requeued }, 'sweep re-enqueued batches that had no live job');
   return { examined: rows.length, requeued };
 }
 
-/** Puts a batch back on the queue unless a live job already exists. Returns true when it did. */
-export async function requeue(queue: SyncQueue, key: { instituteId: string; batchId: string }): Promise<boolean> {
+/**
+ * Puts a batch back on the queue of its lane, in its place (lane and position), unless a live job
+ * already exists in either queue: one in the target queue is moved up to the place if it waits
+ * behind it. Returns true when it queued one.
+ */
+export async function requeue(queue: SyncQueue, key: BatchKey, placement: Placement): Promise<boolean> {
   const jobId = jobIdFor(key);
-  const state = await queue.getJobState(jobId);
-  if (LIVE_STATES.has(state)) return false;
-  if (state === 'failed') {
-    const job = await queue.getJob(jobId);
-    if (job) {
-      await job.retry('failed', { resetAttemptsMade: true });
+  const target = queueFor(queue, placement.lane);
+  const job = syncJob(key, placement);
+  const states = await Promise.all(bothQueues(queue).map(async (q) => [q, await q.getJobState(jobId)] as const));
+  if (states.some(([, state]) => LIVE_STATES.has(state))) {
+    if (LIVE_STATES.has(states.find(([q]) => q === target)?.[1] ?? 'unknown')) await raisePriority(target, jobId, job.opts.priority);
+    return false;
+  }
+  const failedHere = states.find(([q, state]) => q === target && state === 'failed');
+  if (failedHere) {
+    const failed = await target.getJob(jobId);
+    if (failed) {
+      await failed.retry('failed', { resetAttemptsMade: true });
+      await raisePriority(target, jobId, job.opts.priority);
       return true;
     }
   }
-  if (state === 'completed' || state === 'failed') await queue.remove(jobId);
-  const job = syncJob(key);
-  await queue.add(job.name, job.data, job.opts);
+  // A finished job of this batch, in either queue, would keep the id from being used again.
+  for (const [q, state] of states) if (state === 'completed' || state === 'failed') await q.remove(jobId);
+  await target.add(job.name, job.data, job.opts);
   return true;
+}
+
+/** Moves a queued job up to `priority` if it waits behind it (never down: it may be under way). */
+async function raisePriority(queue: Queue, jobId: string, priority: number): Promise<void> {
+  const job = await queue.getJob(jobId);
+  if (job && (job.opts.priority ?? 0) > priority) await job.changePriority({ priority });
 }

@@ -1,16 +1,24 @@
 // `classroom-sync worker`: runs sync jobs, and sweeps Postgres for batches that lost their job.
 import { Worker } from 'bullmq';
+import { createClassroomClient } from '../classroom/client.ts';
+import type { Config } from '../config.ts';
 import type { Runtime } from '../runtime.ts';
-import { createRedis } from '../redis.ts';
+import { type Redis, createRedis } from '../redis.ts';
+import { within } from '../timeout.ts';
 import { fullJitterBackoff } from './backoff.ts';
-import type { Transition } from './machine.ts';
+import { createCredentialsGuard } from './credentials.ts';
+import type { SyncSettings, Transition } from './machine.ts';
+import type { ProcessorDeps, SyncAccount } from './types.ts';
 import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
-import { BACKOFF_STRATEGY, SYNC_QUEUE, type SyncJobData, type SyncResult } from './queue.ts';
+import { BACKGROUND_QUEUE, BACKOFF_STRATEGY, SYNC_QUEUE, type SyncJobData, type SyncResult } from './queue.ts';
 import { sweepStuckBatches } from './sweep.ts';
-import { pruneEvents } from '../audit/events.ts';
+import { pruneEvents } from '../mapping/index.ts';
 
 export interface SyncWorker {
+  /** The workers of the sync queue: batches under way and live ones. */
   worker: Worker<SyncJobData, SyncResult>;
+  /** The workers of the background queue: operator work and backfill. */
+  background: Worker<SyncJobData, SyncResult>;
   /** Runs one sweep now (also runs every SYNC_SWEEP_EVERY). */
   sweep(): Promise<{ examined: number; requeued: number }>;
   /** Stops taking jobs, lets active ones finish within `graceMs`, then closes. */
@@ -25,23 +33,123 @@ export interface SyncWorkerOptions {
   autoSweep?: boolean;
 }
 
+/** The state machine's settings from the configuration. */
+export function syncSettings(config: Config): SyncSettings {
+  return {
+    leaseMs: config.sync.leaseMs,
+    settleMs: config.sync.settleMs,
+    readLagMs: config.sync.readLagMs,
+    throttlePauseMs: config.classroom.throttlePauseMs,
+    nameRules: { minCut: config.classroom.nameMinCut },
+  };
+}
+
 export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = {}): SyncWorker {
-  const { config, logger, database, queue, classroom, limiter, workerId } = runtime;
-  const processor = createSyncProcessor({
+  const { config, logger, database, queue, workerId } = runtime;
+  // Set once the workers exist; the guards only pause and resume them.
+  let pools: Worker<SyncJobData, SyncResult>[] = [];
+  const accounts = syncAccounts(runtime, () => pools);
+  const deps: ProcessorDeps = {
     db: database.db,
-    classroom,
-    limiter,
     logger,
     workerId,
-    settings: { leaseMs: config.sync.leaseMs, settleMs: config.sync.settleMs, throttlePauseMs: config.classroom.throttlePauseMs },
+    settings: syncSettings(config),
     onTransition: options.onTransition,
-  });
-  // Blocking commands need a connection of their own.
-  const connection = createRedis(config.redisUrl, 'worker');
-  const worker = new Worker<SyncJobData, SyncResult>(SYNC_QUEUE, observeResults(processor, options.onJobResult), {
-    connection,
+    accountFor: accounts.forInstitute,
+    sharedSlots: runtime.remotes.all.length > 1,
+  };
+  const processor = observeResults(createSyncProcessor(deps), options.onJobResult);
+  // Blocking commands need connections of their own. The background workers (operator work and
+  // backfill) have slots of their own: they may wait for a rate-limit slot without taking one from live work.
+  const connections = [createRedis(config.redisUrl, 'worker'), createRedis(config.redisUrl, 'worker')] as const;
+  const worker = createBullWorker(config, { name: SYNC_QUEUE, concurrency: config.sync.concurrency, connection: connections[0] }, processor, logger);
+  const background = createBullWorker(
+    config,
+    { name: BACKGROUND_QUEUE, concurrency: config.sync.backgroundConcurrency, connection: connections[1] },
+    processor,
+    logger,
+  );
+  pools = [worker, background];
+
+  const sweep = () => sweepStuckBatches({ db: database.db, queue, logger }, { stuckAfterMs: config.sync.stuckAfterMs });
+  const timer = options.autoSweep === false ? undefined : startSweeping(sweep, () => pruneEvents(database.db, config.sync.eventsRetentionMs), config, logger);
+
+  let closing: Promise<void> | undefined;
+  return {
+    worker,
+    background,
+    sweep,
+    close(graceMs = config.sync.shutdownGraceMs) {
+      closing ??= (async () => {
+        if (timer) clearInterval(timer);
+        for (const account of accounts.all) account.credentials.close();
+        // A worker closed while its connection is still starting leaves BullMQ's start-up command to
+        // reject unhandled ("Connection is closed"): let both finish starting first (bounded).
+        await within(Promise.all(pools.map((pool) => pool.waitUntilReady().catch(() => undefined))), 2_000);
+        if (!(await within(Promise.all(pools.map((pool) => pool.close())), graceMs)).done) {
+          logger.warn({ graceMs }, 'active jobs did not finish in time; their leases will expire and they will run again');
+          await Promise.all(pools.map((pool) => pool.close(true)));
+        }
+        await Promise.all(connections.map((connection) => connection.quit().catch(() => connection.disconnect())));
+      })();
+      return closing;
+    },
+  };
+}
+
+type SyncProcessor = ReturnType<typeof createSyncProcessor>;
+
+/**
+ * Each account as the processor uses it, with a credentials guard of its own. A process whose every
+ * account is refused takes no jobs until one works again; otherwise only the refused account's
+ * jobs wait (src/sync/credentials.ts).
+ */
+function syncAccounts(runtime: Runtime, pools: () => Worker<SyncJobData, SyncResult>[]) {
+  const { logger } = runtime;
+  const named = runtime.remotes.all.length > 1;
+  let paused = false;
+  const all: SyncAccount[] = [];
+  const onChange = () => {
+    const everyRefused = all.every((account) => account.credentials.isRefused());
+    if (everyRefused === paused) return;
+    paused = everyRefused;
+    for (const pool of pools()) {
+      if (paused) void pool.pause(true).catch((error: unknown) => logger.warn({ err: error }, 'could not pause the worker'));
+      else pool.resume();
+    }
+  };
+  for (const remote of runtime.remotes.all) {
+    const { account } = remote;
+    const credentials = createCredentialsGuard({
+      breaker: remote.breaker,
+      probeClient: createClassroomClient(account.classroom),
+      instituteId: account.classroom.instituteId,
+      logger,
+      probeEveryMs: account.classroom.keyProbeEveryMs,
+      account: named ? account.name : undefined,
+      onChange,
+    });
+    all.push({ name: account.name, classroom: remote.classroom, limiter: remote.limiter, credentials });
+  }
+  const byName = new Map(all.map((account) => [account.name, account]));
+  const forInstitute = (instituteId: string) => {
+    const remote = runtime.remotes.forInstitute(instituteId);
+    return remote ? byName.get(remote.account.name) : undefined;
+  };
+  return { all, forInstitute };
+}
+
+/** A BullMQ worker over one of the sync queues, with the lock, stall and backoff settings the lease relies on. */
+function createBullWorker(
+  config: Config,
+  pool: { name: string; concurrency: number; connection: Redis },
+  processor: SyncProcessor,
+  logger: Runtime['logger'],
+): Worker<SyncJobData, SyncResult> {
+  const worker = new Worker<SyncJobData, SyncResult>(pool.name, processor, {
+    connection: pool.connection,
     prefix: config.queuePrefix,
-    concurrency: config.sync.concurrency,
+    concurrency: pool.concurrency,
     // A SIGKILLed worker's jobs come back after the stall check; the Postgres lease keeps the
     // re-run from racing a run that is still alive, so a generous stall count is safe.
     maxStalledCount: 10,
@@ -57,43 +165,19 @@ export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = 
   worker.on('failed', (job, error) => {
     if (job) logger.debug({ jobId: job.id, batchId: job.data.batchId, err: error }, 'job attempt failed');
   });
-
-  const sweep = () => sweepStuckBatches({ db: database.db, queue, logger }, { stuckAfterMs: config.sync.stuckAfterMs });
-  const timer =
-    options.autoSweep === false
-      ? undefined
-      : setInterval(() => {
-          sweep()
-            .then(() => pruneEvents(database.db, config.sync.eventsRetentionMs))
-            .catch((error) => logger.warn({ err: error }, 'sweep failed; will try again'));
-        }, config.sync.sweepEveryMs);
-  timer?.unref();
-
-  let closing: Promise<void> | undefined;
-  return {
-    worker,
-    sweep,
-    close(graceMs = config.sync.shutdownGraceMs) {
-      closing ??= (async () => {
-        if (timer) clearInterval(timer);
-        let timeout: NodeJS.Timeout | undefined;
-        const graceful = worker.close();
-        const timedOut = new Promise<'timeout'>((resolve) => {
-          timeout = setTimeout(() => resolve('timeout'), graceMs);
-        });
-        if ((await Promise.race([graceful, timedOut])) === 'timeout') {
-          logger.warn({ graceMs }, 'active jobs did not finish in time; their leases will expire and they will run again');
-          await worker.close(true);
-        }
-        clearTimeout(timeout);
-        await connection.quit().catch(() => connection.disconnect());
-      })();
-      return closing;
-    },
-  };
+  return worker;
 }
 
-type SyncProcessor = ReturnType<typeof createSyncProcessor>;
+/** Every SYNC_SWEEP_EVERY: re-enqueue batches that lost their job, then prune old audit rows. */
+function startSweeping(sweep: () => Promise<unknown>, prune: () => Promise<unknown>, config: Config, logger: Runtime['logger']): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    sweep()
+      .then(prune)
+      .catch((error) => logger.warn({ err: error }, 'sweep failed; will try again'));
+  }, config.sync.sweepEveryMs);
+  timer.unref();
+  return timer;
+}
 
 /** Wraps the processor so `onJobResult` hears how every run ended; changes nothing else. */
 function observeResults(processor: SyncProcessor, onJobResult: ((result: SyncJobResult) => void) | undefined): SyncProcessor {

@@ -30,10 +30,14 @@ it('check and the readiness ping say ok on a healthy cluster, and fail once a ma
 
   await cluster.kill(cluster.ports[0]!);
   // Once the surviving masters agree the node failed (cluster-node-timeout), the cluster is down.
-  const finding = await waitFor(async () => {
-    const f = await checkRedis(cluster.url);
-    return f.status === 'fail' && f;
-  }, 'check to report the cluster down', 20_000);
+  const finding = await waitFor(
+    async () => {
+      const f = await checkRedis(cluster.url);
+      return f.status === 'fail' && f;
+    },
+    'check to report the cluster down',
+    20_000,
+  );
   expect(finding.detail).toMatch(/cluster state is fail/);
   await expect(pingRedis(redis)).rejects.toThrow(/cluster state is fail/);
 }, 60_000);

@@ -66,15 +66,24 @@ export class RedisClusterProcesses {
     return spawn(
       'redis-server',
       [
-        '--port', String(port),
-        '--bind', '127.0.0.1',
-        '--cluster-enabled', 'yes',
-        '--cluster-config-file', join(this.dir, `nodes-${port}.conf`),
-        '--cluster-node-timeout', String(this.options.nodeTimeoutMs),
-        '--dir', this.dir,
-        '--save', '',
-        '--appendonly', 'no',
-        '--maxmemory-policy', 'noeviction',
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(this.dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout',
+        String(this.options.nodeTimeoutMs),
+        '--dir',
+        this.dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--maxmemory-policy',
+        'noeviction',
       ],
       { stdio: 'ignore' },
     );
@@ -83,20 +92,24 @@ export class RedisClusterProcesses {
   /** Every live node says cluster_state:ok, and every replica is linked to its master. */
   async waitHealthy(timeoutMs = 30_000): Promise<void> {
     const wanted = this.options.masters * this.options.replicasPerMaster;
-    await waitFor(async () => {
-      for (const node of this.live()) {
-        if (!(await this.cli(node.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return false;
-      }
-      let linked = 0;
-      for (const node of this.live()) {
-        const replication = await this.cli(node.port, 'INFO', 'replication');
-        if (/role:slave/.test(replication)) {
-          if (!/master_link_status:up/.test(replication)) return false;
-          linked += 1;
+    await waitFor(
+      async () => {
+        for (const node of this.live()) {
+          if (!(await this.cli(node.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return false;
         }
-      }
-      return linked === wanted;
-    }, 'the Redis Cluster to be healthy', timeoutMs);
+        let linked = 0;
+        for (const node of this.live()) {
+          const replication = await this.cli(node.port, 'INFO', 'replication');
+          if (/role:slave/.test(replication)) {
+            if (!/master_link_status:up/.test(replication)) return false;
+            linked += 1;
+          }
+        }
+        return linked === wanted;
+      },
+      'the Redis Cluster to be healthy',
+      timeoutMs,
+    );
   }
 
   async keySlot(key: string): Promise<number> {
@@ -134,13 +147,17 @@ export class RedisClusterProcesses {
 
   /** Waits until a live node reports cluster_state:ok with `slot` served by a master other than `deadPort`. */
   async waitForFailover(slot: number, deadPort: number, timeoutMs = 30_000): Promise<number> {
-    return waitFor(async () => {
-      for (const node of this.live()) {
-        if (!(await this.cli(node.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return undefined;
-      }
-      const owner = await this.masterOf(slot);
-      return owner !== undefined && owner !== deadPort ? owner : undefined;
-    }, `a replica to take over slot ${slot} from ${deadPort}`, timeoutMs);
+    return waitFor(
+      async () => {
+        for (const node of this.live()) {
+          if (!(await this.cli(node.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return undefined;
+        }
+        const owner = await this.masterOf(slot);
+        return owner !== undefined && owner !== deadPort ? owner : undefined;
+      },
+      `a replica to take over slot ${slot} from ${deadPort}`,
+      timeoutMs,
+    );
   }
 
   live(): Node[] {

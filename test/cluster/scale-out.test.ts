@@ -11,13 +11,13 @@ import { afterAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
 import { batchClasses } from '../../src/db/schema/index.ts';
-import { publishBatches } from '../../src/events/publish.ts';
+import { publishBatches } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logger.ts';
 import { type Runtime, createRuntime } from '../../src/runtime.ts';
-import { type RunningSandbox, sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
+import { sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 import { SYNC_QUEUE } from '../../src/sync/queue.ts';
 import { WorkerProcess, type WorkerLine } from '../faults/processes.ts';
-import { PG_SERVER, dropDatabase, waitFor } from '../helpers/harness.ts';
+import { PG_SERVER, dropDatabase, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { RedisClusterProcesses } from './redis-cluster.ts';
 
 const N = Number(process.env.CLUSTER_TEST_N ?? 300);
@@ -61,6 +61,7 @@ it(`${WORKERS} worker processes sync ${N} batches through a 3-master Redis Clust
     SYNC_LEASE: '6s',
     SYNC_JOB_LOCK: '5s',
     SYNC_SETTLE: '300ms',
+    SYNC_READ_LAG: '1s',
     SYNC_SWEEP_EVERY: '2s',
     SYNC_STUCK_AFTER: '10s',
     SHUTDOWN_GRACE: '5s',
@@ -68,7 +69,10 @@ it(`${WORKERS} worker processes sync ${N} batches through a 3-master Redis Clust
     CLASSROOM_THROTTLE_PAUSE: '1s',
     RECONCILE_EVERY: '1h',
   };
-  const sandbox = await startSandbox({ ...sandboxOptionsFromConfig(loadConfig(env)), faults: { rateLimitPerMinute: REMOTE_CALLS_PER_SECOND, rateLimitWindowMs: 1_000 } });
+  const sandbox = await startSandbox({
+    ...sandboxOptionsFromConfig(loadConfig(env)),
+    faults: { rateLimitPerMinute: REMOTE_CALLS_PER_SECOND, rateLimitWindowMs: 1_000 },
+  });
   cleanup.push(() => sandbox.close());
   env.CLASSROOM_BASE_URL = sandbox.url;
   const config = loadConfig(env);
@@ -89,23 +93,30 @@ it(`${WORKERS} worker processes sync ${N} batches through a 3-master Redis Clust
 
   const lines: WorkerLine[] = [];
   const linesOf: WorkerLine[][] = Array.from({ length: WORKERS }, () => []);
-  const workers = Array.from({ length: WORKERS }, (_, i) => new WorkerProcess(env, (line) => {
-    lines.push(line);
-    linesOf[i]!.push(line);
-  }));
-  cleanup.push(async () => workers.forEach((w) => w.kill9()));
-  const urls = await waitFor(() => {
-    const found = lines.filter((l) => l.msg === 'worker started').map((l) => String(l.url));
-    return found.length === WORKERS && found;
-  }, `${WORKERS} workers to start`, 60_000);
+  const workers = Array.from(
+    { length: WORKERS },
+    (_, i) =>
+      new WorkerProcess(env, (line) => {
+        lines.push(line);
+        linesOf[i]!.push(line);
+      }),
+  );
+  cleanup.push(async () => {
+    for (const w of workers) w.kill9();
+  });
+  const urls = await waitFor(
+    () => {
+      const found = lines.filter((l) => l.msg === 'worker started').map((l) => String(l.url));
+      return found.length === WORKERS && found;
+    },
+    `${WORKERS} workers to start`,
+    60_000,
+  );
   expect(await readyz(urls[0]!)).toMatchObject({ status: 200, body: { checks: { redis: 'ok' } } });
 
   const publishStarted = Date.now();
   const events = Array.from({ length: N }, (_, i) => ({ batchId: `cluster-${i}`, name: `Cluster batch ${i}`, subject: 'Chemistry' }));
-  const outcomes = await publishBatches(
-    { db: runtime.database.db, queue: runtime.queue, logger: runtime.logger, defaults: { instituteId: config.classroom.instituteId, classNameTemplate: config.classroom.classNameTemplate } },
-    events,
-  );
+  const outcomes = await publishBatches(publishDepsOf(runtime), events);
   expect(outcomes.every((o) => o.ok && o.queued)).toBe(true);
   expect(await cluster.keysInSlot(slot, slotMaster!)).toBeGreaterThan(0);
 
@@ -167,7 +178,12 @@ it(`${WORKERS} worker processes sync ${N} batches through a 3-master Redis Clust
   };
   printReport(report);
   codes.forEach((code, i) => {
-    if (code !== 0) console.log(`worker ${i} exited ${code}; its last lines:\n${linesOf[i]!.slice(-8).map((l) => `  ${JSON.stringify(l).slice(0, 2500)}`).join('\n')}`);
+    if (code !== 0)
+      console.log(
+        `worker ${i} exited ${code}; its last lines:\n${linesOf[i]!.slice(-8)
+          .map((l) => `  ${JSON.stringify(l).slice(0, 2500)}`)
+          .join('\n')}`,
+      );
   });
   expect(codes).toEqual(Array(WORKERS).fill(0));
 
@@ -215,7 +231,10 @@ function tally(values: string[]): Record<string, number> {
 function warningKind(line: WorkerLine): string {
   const err = (line.err as { message?: string } | undefined)?.message ?? '';
   const text = `${line.msg}: ${err.split(':')[0]} ${/Last error: (\w+: \w+)/.exec(err)?.[1] ?? ''}`;
-  return text.replace(/batch-\S+/g, '<job>').replace(/\d+\.\d+\.\d+\.\d+:\d+/g, '<node>').trim();
+  return text
+    .replace(/batch-\S+/g, '<job>')
+    .replace(/\d+\.\d+\.\d+\.\d+:\d+/g, '<node>')
+    .trim();
 }
 
 /** The longest stretch without a single remote call after `from` (how long the fleet stood still). */
@@ -230,5 +249,10 @@ function printReport(report: Record<string, unknown>): void {
   mkdirSync('test-results', { recursive: true });
   writeFileSync('test-results/cluster-report.json', `${JSON.stringify(report, null, 2)}\n`);
   const width = Math.max(...Object.keys(report).map((k) => k.length));
-  console.log(['redis cluster scale-out report', ...Object.entries(report).map(([k, v]) => `  ${k.padEnd(width)}  ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)].join('\n'));
+  console.log(
+    [
+      'redis cluster scale-out report',
+      ...Object.entries(report).map(([k, v]) => `  ${k.padEnd(width)}  ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`),
+    ].join('\n'),
+  );
 }

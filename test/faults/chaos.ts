@@ -2,6 +2,16 @@
 // of faults, workers are SIGKILLed (some right after an add-class is sent), Redis restarts empty
 // and Postgres drops every connection. Afterwards the sandbox's ground truth must show exactly one
 // class per batch and every join link stored.
+//
+// A third of the batches are published as history (the backfill lane, with its own queue and
+// workers), so lanes are in use throughout.
+//
+// The batches belong to several institutes, each served by an account of its own (own credentials,
+// which the sandbox checks per institute), so every account's rate limit and breaker are in use.
+//
+// The live-service mode adds what a hosted API does beyond the spec: it rewrites names (whitespace,
+// case, cut to 28 characters), its reads lag its writes (up to 500 ms), and keys are refused twice
+// for six seconds (first one account's key with 401, then every key with 403).
 import { randomBytes } from 'node:crypto';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { count, eq } from 'drizzle-orm';
@@ -9,12 +19,13 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
 import { batchClasses } from '../../src/db/schema/index.ts';
-import { publishBatches } from '../../src/events/publish.ts';
+import { publishBatches } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createRuntime } from '../../src/runtime.ts';
 import { mixedFaultRates, sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 import { mulberry32 } from '../../src/sandbox/random.ts';
-import { PG_SERVER, dropDatabase } from '../helpers/harness.ts';
+import { instituteOf, writeAccountsFile } from '../helpers/accounts.ts';
+import { PG_SERVER, dropDatabase, publishDepsOf } from '../helpers/harness.ts';
 import { PrivateRedis, WorkerProcess, type WorkerLine, freePort } from './processes.ts';
 
 export interface ChaosOptions {
@@ -25,10 +36,19 @@ export interface ChaosOptions {
   /** Share of remote calls that get a fault. */
   faultRate: number;
   timeoutMs: number;
+  /** Also rewrite names, lag reads and refuse the key for a while. */
+  live: boolean;
+  /** Accounts (each with one institute) the batches are spread over; 1 = no accounts file. */
+  accounts: number;
 }
 
 export interface ChaosReport {
   seed: number;
+  live: boolean;
+  /** Remote calls made with each account's key (the sandbox's count per key). */
+  callsPerAccount: Record<string, number>;
+  /** Live mode: windows in which the key was refused, and how often a worker opened the breaker. */
+  keyRefusals: { windows: number; refusedCalls: number; breakerOpened: number };
   n: number;
   workers: number;
   synced: number;
@@ -74,16 +94,31 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     SYNC_LEASE: '3s',
     SYNC_JOB_LOCK: '1500ms',
     SYNC_SETTLE: '300ms',
+    // A 429 without Retry-After pauses the whole fleet this long. The suite tests the guarantee, not
+    // the pause: at the 15 s default, a run's ~20 such 429s leave the fleet idle most of the time.
+    CLASSROOM_THROTTLE_PAUSE: '1s',
+    SYNC_READ_LAG: options.live ? '2s' : '1s',
+    CLASSROOM_KEY_PROBE_EVERY: '500ms',
     SYNC_SWEEP_EVERY: '1s',
     SYNC_STUCK_AFTER: '2s',
     SHUTDOWN_GRACE: '5s',
     CLASSROOM_RATE_LIMIT_PER_MINUTE: '600000',
     RECONCILE_EVERY: '1h',
   };
+  const accounts = options.accounts > 1 ? chaosAccounts(options.accounts) : undefined;
+  if (accounts) env.CLASSROOM_ACCOUNTS_FILE = accounts.file.path;
   const sandbox = await startSandbox({
     ...sandboxOptionsFromConfig(loadConfig(env)),
     seed: options.seed,
-    faults: { rates: mixedFaultRates(options.faultRate), latencyMs: 10, latencyJitterMs: 50, listingDelayMs: 100, hangMs: 3_000, retryAfterSeconds: 0 },
+    faults: {
+      rates: mixedFaultRates(options.faultRate),
+      latencyMs: 10,
+      latencyJitterMs: 50,
+      listingDelayMs: 100,
+      hangMs: 3_000,
+      retryAfterSeconds: 0,
+      ...(options.live ? LIVE_BEHAVIOURS : {}),
+    },
   });
   env.CLASSROOM_BASE_URL = sandbox.url;
   const config = loadConfig(env);
@@ -98,20 +133,35 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const kills = { single: 0, fleetAfterAddClass: 0, processesKilled: 0 };
   let redisRestarts = 0;
   let postgresConnectionsCut = 0;
+  let keyWindows = 0;
   const respawn = () => {
     while (alive().length < options.workers) spawnWorker();
   };
 
   try {
-    const events = Array.from({ length: options.n }, (_, i) => ({ batchId: `chaos-${i}`, name: `Chaos batch ${i}`, subject: 'Physics' }));
-    const outcomes = await publishBatches(
-      { db: runtime.database.db, queue: runtime.queue, logger: runtime.logger, defaults: { instituteId: config.classroom.instituteId, classNameTemplate: config.classroom.classNameTemplate } },
-      events,
-    );
+    const events = Array.from({ length: options.n }, (_, i) => ({
+      batchId: `chaos-${i}`,
+      name: batchName(i, options.live),
+      subject: 'Physics',
+      ...(accounts ? { instituteId: instituteOf(accounts.names[i % accounts.names.length]!) } : {}),
+    }));
+    // Lanes in use: every third batch is history (the backfill lane, its own queue and workers).
+    const deps = publishDepsOf(runtime);
+    const outcomes = [
+      ...(await publishBatches(
+        deps,
+        events.filter((_, i) => i % 3 !== 2),
+      )),
+      ...(await publishBatches(
+        deps,
+        events.filter((_, i) => i % 3 === 2),
+        { lane: 'backfill' },
+      )),
+    ];
     if (!outcomes.every((o) => o.ok)) throw new Error('the suite published an invalid event');
     // Each disruption waits for its share of progress, so every one meets work in flight.
     for (const action of chaosPlan(options, random)) {
-      await waitForProgress(runtime, Math.floor(action.progress * options.n), respawn);
+      await waitForProgress(runtime, Math.floor(action.progress * options.n), respawn, () => stallDiagnosis(sandbox, lines));
       await sleep(action.delayMs);
       if (action.kind === 'single') {
         const victims = alive();
@@ -128,6 +178,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         kills.processesKilled += await killFleetOnNextAddClass(sandbox, alive);
         kills.fleetAfterAddClass += 1;
         respawn();
+      } else if (action.kind === 'key') {
+        // Starts as the fleet makes its next call, so it meets work in flight; it ends by itself,
+        // and the workers must notice and resume without anyone's help.
+        await nextRequest(sandbox);
+        // With accounts, the first window refuses one account's key only: the others keep syncing.
+        const only = accounts && keyWindows % 2 === 0 ? { accounts: [accounts.names[0]!] } : {};
+        sandbox.faults.set({ ...sandbox.faults.config, refuseKey: { status: keyWindows % 2 === 0 ? 401 : 403, forMs: 6_000, ...only } });
+        keyWindows += 1;
       } else if (action.kind === 'redis') {
         await redis.restartEmpty();
         redisRestarts += 1;
@@ -152,17 +210,42 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const crashed = workers.filter((w) => !w.stoppedByUs);
     const crashes = { count: crashed.length, samples: crashed.slice(0, 3).map((w) => w.stderrTail) };
     return await buildReport({
-      crashes, options, runtime, sandbox, lines, kills, redisRestarts, postgresConnectionsCut, started });
+      crashes,
+      options,
+      runtime,
+      sandbox,
+      lines,
+      kills,
+      redisRestarts,
+      postgresConnectionsCut,
+      keyWindows,
+      started,
+    });
   } finally {
     for (const w of workers) w.kill9();
     await runtime.close();
     await sandbox.close();
     await redis.kill();
     await dropDatabase(databaseName);
+    accounts?.file.remove();
   }
 }
 
-type Action = { progress: number; delayMs: number; kind: 'single' | 'fleet' | 'redis' | 'postgres' };
+/** `n` accounts, each with credentials of its own and one institute. */
+function chaosAccounts(n: number) {
+  const names = Array.from({ length: n }, (_, i) => `chaos${i + 1}`);
+  return { names, file: writeAccountsFile(names.map((name) => ({ name }))) };
+}
+
+type Action = { progress: number; delayMs: number; kind: 'single' | 'fleet' | 'redis' | 'postgres' | 'key' };
+
+/** What the live-service mode adds to the sandbox for the whole run (until the suite heals it). */
+const LIVE_BEHAVIOURS = { nameRewrite: { normalize: true, case: 'lower' as const, maxLength: 28 }, readLagMs: 500 };
+
+/** Live mode: long names the remote cuts, each still telling its batch apart after the cut. */
+function batchName(i: number, live: boolean): string {
+  return live ? `Chaos batch ${i}  ·  ${['Physics', 'Chemistry', 'Biology'][i % 3]} evening group` : `Chaos batch ${i}`;
+}
 
 /**
  * Kills spread over the run (half of them whole-fleet kills right after an add-class), one Redis
@@ -174,12 +257,32 @@ function chaosPlan(options: ChaosOptions, random: () => number): Action[] {
     plan.push({ progress: (0.8 * k) / options.kills, delayMs: Math.floor(random() * 200), kind: k % 2 === 0 ? 'single' : 'fleet' });
   }
   plan.push({ progress: 0.4, delayMs: Math.floor(random() * 200), kind: 'redis' });
+  if (options.live) {
+    plan.push({ progress: 0.25, delayMs: Math.floor(random() * 200), kind: 'key' });
+    plan.push({ progress: 0.6, delayMs: Math.floor(random() * 200), kind: 'key' });
+  }
   plan.push({ progress: 0.7, delayMs: Math.floor(random() * 200), kind: 'postgres' });
   return plan.sort((a, b) => a.progress - b.progress);
 }
 
+/** What the fleet and the sandbox were doing when progress stopped: the report of a stalled run. */
+function stallDiagnosis(sandbox: Awaited<ReturnType<typeof startSandbox>>, lines: readonly WorkerLine[]): string {
+  const counts = new Map<string, number>();
+  for (const line of lines.slice(-2_000)) {
+    if (typeof line.level !== 'number' || line.level < 40) continue;
+    const key = String(line.msg ?? '')
+      .replace(/[0-9a-f]{24,}/g, '<id>')
+      .replace(/\d+/g, 'N')
+      .slice(0, 140);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 12);
+  const calls = sandbox.state({ classes: false }).calls.byOperation;
+  return `sandbox calls ${JSON.stringify(calls)}; last warnings and errors ${JSON.stringify(top)}`;
+}
+
 /** Waits until `synced` batches are done, keeping the fleet at strength; fails if progress stops. */
-async function waitForProgress(runtime: ReturnType<typeof createRuntime>, synced: number, respawn: () => void): Promise<void> {
+async function waitForProgress(runtime: ReturnType<typeof createRuntime>, synced: number, respawn: () => void, diagnose: () => string): Promise<void> {
   let last = -1;
   let lastChange = Date.now();
   for (;;) {
@@ -191,7 +294,7 @@ async function waitForProgress(runtime: ReturnType<typeof createRuntime>, synced
       lastChange = Date.now();
     } else if (Date.now() - lastChange > 90_000) {
       const states = await runtime.database.db.select({ state: batchClasses.state, n: count() }).from(batchClasses).groupBy(batchClasses.state);
-      throw new Error(`no progress for 90 s at ${done}/${synced} synced; states ${JSON.stringify(states)}`);
+      throw new Error(`no progress for 90 s at ${done}/${synced} synced; states ${JSON.stringify(states)}; ${diagnose()}`);
     }
     respawn();
     await sleep(100);
@@ -211,6 +314,19 @@ async function killFleetOnNextAddClass(sandbox: Awaited<ReturnType<typeof startS
     const unsubscribe = sandbox.onRequest((operation) => {
       if (operation === 'addClass') finish();
     });
+  });
+}
+
+/** Resolves when the sandbox receives its next request (or after 5 s, should none come). */
+function nextRequest(sandbox: Awaited<ReturnType<typeof startSandbox>>): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => done(), 5_000);
+    const done = () => {
+      clearTimeout(timer);
+      unsubscribe();
+      resolve();
+    };
+    const unsubscribe = sandbox.onRequest(() => done());
   });
 }
 
@@ -234,6 +350,7 @@ interface ReportInput {
   kills: ChaosReport['kills'];
   redisRestarts: number;
   postgresConnectionsCut: number;
+  keyWindows: number;
   started: number;
 }
 
@@ -254,9 +371,15 @@ async function buildReport(input: ReportInput): Promise<ChaosReport> {
   for (const a of attempts) histogram[String(a)] = (histogram[String(a)] ?? 0) + 1;
   const times = synced.map((r) => r.syncedAt!.getTime() - r.receivedAt.getTime()).sort((a, b) => a - b);
   const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))] ?? 0;
-  const ours = Object.entries(truth.byName).filter(([name]) => name.startsWith('Chaos batch '));
+  // By the name as sent: the remote may have rewritten what it stores.
+  const ours = Object.entries(truth.bySentName).filter(([name]) => name.startsWith('Chaos batch '));
+  const breakerOpened = lines.filter((line) => line.breaker === 'open').length;
+  const refusedCalls = Object.values(truth.calls.byOperation).reduce((sum, op) => sum + (op.outcomes.http401 ?? 0) + (op.outcomes.http403 ?? 0), 0);
   return {
     seed: options.seed,
+    live: options.live,
+    callsPerAccount: Object.fromEntries(Object.entries(truth.calls.byAccount).map(([name, a]) => [name, a.calls])),
+    keyRefusals: { windows: input.keyWindows, refusedCalls, breakerOpened },
     n: options.n,
     workers: options.workers,
     synced: synced.length,
@@ -287,8 +410,9 @@ export function printReport(report: ChaosReport, file = 'test-results/fault-repo
   mkdirSync('test-results', { recursive: true });
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   const rows: [string, string][] = [
-    ['seed', String(report.seed)],
+    ['seed / live-service mode', `${report.seed} / ${report.live ? 'on' : 'off'}`],
     ['batches (N) / worker processes', `${report.n} / ${report.workers}`],
+    ['remote calls per account (own key each)', JSON.stringify(report.callsPerAccount)],
     ['synced / needs_review / failed / lost', `${report.synced} / ${report.needsReview.length} / ${report.failed} / ${report.lost}`],
     ['remote classes / duplicates', `${report.remoteClasses} / ${report.duplicates}`],
     ['join links stored and equal to get-class', String(report.joinLinksMatching)],
@@ -300,6 +424,10 @@ export function printReport(report: ChaosReport, file = 'test-results/fault-repo
     ['SIGKILLs: single / fleet-after-add-class / processes', `${report.kills.single} / ${report.kills.fleetAfterAddClass} / ${report.kills.processesKilled}`],
     ['worker crashes (exits not caused by the suite)', String(report.crashes.count)],
     ['Redis restarts (data lost) / Postgres connections cut', `${report.redisRestarts} / ${report.postgresConnectionsCut}`],
+    [
+      'key refused: windows / calls refused / breaker opened',
+      `${report.keyRefusals.windows} / ${report.keyRefusals.refusedCalls} / ${report.keyRefusals.breakerOpened}`,
+    ],
     ['time to synced p50 / p95 / max (ms)', `${report.timeToSyncedMs.p50} / ${report.timeToSyncedMs.p95} / ${report.timeToSyncedMs.max}`],
     ['wall time (s)', (report.wallMs / 1000).toFixed(1)],
   ];

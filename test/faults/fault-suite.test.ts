@@ -1,25 +1,44 @@
 // `npm test` runs N=200; `npm run test:faults` runs the full suite (N=1000). Both print a report
 // and write test-results/fault-report.json. FAULT_SUITE_SEED reproduces a run's fault stream.
+// The live-service mode (names rewritten, reads lagging, the key refused twice) is on unless
+// FAULT_SUITE_LIVE=0: it mixes those behaviours with every fault of the plain mode. The batches are
+// spread over FAULT_SUITE_ACCOUNTS accounts (default 3; 1 = no accounts file).
 import { expect, it } from 'vitest';
 import { printReport, runChaos } from './chaos.ts';
 
 const n = Number(process.env.FAULT_SUITE_N ?? 200);
 const seed = Number(process.env.FAULT_SUITE_SEED ?? 20261122);
 const kills = Number(process.env.FAULT_SUITE_KILLS ?? 10);
+const live = process.env.FAULT_SUITE_LIVE !== '0';
+const accounts = Number(process.env.FAULT_SUITE_ACCOUNTS ?? 3);
 
-it(`exactly one class per batch for ${n} batches under faults, kills, a Redis wipe and a Postgres cut (seed ${seed})`, async () => {
-  const report = await runChaos({ n, workers: 3, kills, seed, faultRate: 0.15, timeoutMs: 180_000 });
-  printReport(report);
-  expect(report.duplicates).toBe(0);
-  expect(report.crashes).toEqual({ count: 0, samples: [] });
-  expect(report.lost).toBe(0);
-  expect(report.failed).toBe(0);
-  expect(report.synced + report.needsReview.length).toBe(n);
-  expect(report.joinLinksMatching).toBe(report.synced);
-  for (const row of report.needsReview) expect(row.reason).not.toBe('');
-  expect(report.kills.single + report.kills.processesKilled).toBeGreaterThanOrEqual(kills);
-  expect(report.redisRestarts).toBe(1);
-  expect(report.postgresConnectionsCut).toBeGreaterThan(0);
-  // The sandbox holds one class per synced batch plus any needs_review evidence, nothing more.
-  expect(report.remoteClasses).toBeLessThanOrEqual(n + report.needsReview.length);
-}, 900_000);
+it(
+  `exactly one class per batch for ${n} batches of ${accounts} account(s) under faults, kills, a Redis wipe and a Postgres cut${live ? ', renamed classes, lagging reads and refused keys' : ''} (seed ${seed})`,
+  async () => {
+    const report = await runChaos({ n, workers: 3, kills, seed, faultRate: 0.15, timeoutMs: 180_000, live, accounts });
+    printReport(report);
+    expect(report.duplicates).toBe(0);
+    expect(report.crashes).toEqual({ count: 0, samples: [] });
+    expect(report.lost).toBe(0);
+    expect(report.failed).toBe(0);
+    expect(report.synced + report.needsReview.length).toBe(n);
+    expect(report.joinLinksMatching).toBe(report.synced);
+    // Every account synced its own batches with its own key (another's is refused for its institute).
+    if (accounts > 1) expect(Object.values(report.callsPerAccount).filter((calls) => calls > 0)).toHaveLength(accounts);
+    for (const row of report.needsReview) expect(row.reason).not.toBe('');
+    expect(report.kills.single + report.kills.processesKilled).toBeGreaterThanOrEqual(kills);
+    expect(report.redisRestarts).toBe(1);
+    expect(report.postgresConnectionsCut).toBeGreaterThan(0);
+    if (live) {
+      expect(report.keyRefusals.windows).toBe(2);
+      // The windows meet a working fleet: calls were refused, and the fleet stopped on its breaker.
+      // (Not once per window: a 403 opens it only once a probe is refused too, and probes meet the
+      // suite's random faults like any call; such a 403 costs an attempt instead.)
+      expect(report.keyRefusals.refusedCalls).toBeGreaterThan(0);
+      expect(report.keyRefusals.breakerOpened).toBeGreaterThan(0);
+    }
+    // The sandbox holds one class per synced batch plus any needs_review evidence, nothing more.
+    expect(report.remoteClasses).toBeLessThanOrEqual(n + report.needsReview.length);
+  },
+  Math.max(900_000, n * 2_400),
+);

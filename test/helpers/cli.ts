@@ -1,6 +1,6 @@
 // Runs the real CLI (`node bin/classroom-sync.js …`, or `npm start`) as a child process, the way a
 // user does. Every child runs in its own process group so that it, and anything it started (npm →
-// sh → node), can always be killed; `killAllChildren()` belongs in every such test file's afterAll.
+// sh → node), can always be killed; `killAllChildren()` belongs in every such test file's teardown (`defer(killAllChildren)` with useHarness).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

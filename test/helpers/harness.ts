@@ -1,11 +1,14 @@
 // Each test file gets its own database, its own queue prefix and its own sandbox on a free port,
-// and removes all three when it is done.
+// and removes all three when it is done. Test files do not call createHarness themselves: they use
+// useHarness / useHarnessWithWorker / useHarnessPerTest (use-harness.ts), which also close what a
+// test opened and fail the file when something was left open.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
+import type { PublishDeps } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logger.ts';
-import { type Runtime, createRuntime } from '../../src/runtime.ts';
+import { type Runtime, createRuntime, publishDepsOf as publishRuntimeDeps } from '../../src/runtime.ts';
 import { createRedis } from '../../src/redis.ts';
 import { type RunningSandbox, type SandboxOptions, sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 
@@ -17,6 +20,7 @@ export const FAST_SYNC: Record<string, string> = {
   SYNC_BACKOFF_BASE: '20ms',
   SYNC_BACKOFF_MAX: '200ms',
   SYNC_SETTLE: '150ms',
+  SYNC_READ_LAG: '300ms',
   SYNC_LEASE: '3s',
   SYNC_JOB_LOCK: '2s',
   CLASSROOM_TIMEOUT: '1s',
@@ -35,10 +39,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function createHarness(
-  overrides: Record<string, string> = {},
-  sandboxOverrides: Partial<SandboxOptions> = {},
-): Promise<Harness> {
+export async function createHarness(overrides: Record<string, string> = {}, sandboxOverrides: Partial<SandboxOptions> = {}): Promise<Harness> {
   const id = randomBytes(4).toString('hex');
   const databaseName = `classroom_sync_test_${id}`;
   const base: Record<string, string> = {
@@ -53,7 +54,11 @@ export async function createHarness(
   const env = { CLASSROOM_BASE_URL: sandbox.url, ...base };
   const config = loadConfig(env);
   await runMigrations(config.databaseUrl);
-  const runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
+  const opened = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
+  // Closing twice is harmless: teardown closes the runtime first to see what else still holds the
+  // database, then closes the rest.
+  let closing: Promise<void> | undefined;
+  const runtime: Runtime = { ...opened, close: () => (closing ??= opened.close()) };
   return {
     env,
     config,
@@ -109,11 +114,10 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | false> | T
   }
 }
 
-export function publishDepsOf(h: Harness) {
-  return {
-    db: h.runtime.database.db,
-    queue: h.runtime.queue,
-    logger: h.runtime.logger,
-    defaults: { instituteId: h.config.classroom.instituteId, classNameTemplate: h.config.classroom.classNameTemplate },
-  };
+/**
+ * What publishBatches, enqueueNdjson and importFile need, from a harness or any runtime: the one
+ * place in test/ and bench/ that builds it.
+ */
+export function publishDepsOf(source: Harness | Runtime): PublishDeps {
+  return publishRuntimeDeps('runtime' in source ? source.runtime : source);
 }

@@ -4,22 +4,19 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { publishBatchCreated } from '../../src/events/publish.ts';
+import { publishBatchCreated } from '../../src/intake/publish.ts';
 import { runReconciliation } from '../../src/reconcile/run.ts';
-import { startTestWorker, rowOf, call } from '../integration/http-helpers.ts';
-import { type Harness, publishDepsOf, waitFor } from './harness.ts';
+import { reconcileDepsOf, reconcileOptionsOf } from '../../src/reconcile/setup.ts';
+import { startTestWorker, call } from '../integration/http-helpers.ts';
+import { untilSynced } from './batches.ts';
+import { type Harness, publishDepsOf } from './harness.ts';
+import { INSTALL_TEST_TOOLS, MissingToolError, promtoolPath } from './tools.ts';
 
-export const PROMTOOL = process.env.PROMTOOL ?? 'promtool';
-
-/** Runs promtool; throws (never skips) when it is not installed. */
+/** Runs promtool; throws (never skips) with one line naming the fix when it is not installed. */
 export function promtool(args: string[], options: { cwd?: string; input?: string } = {}): { status: number | null; output: string } {
-  const result = spawnSync(PROMTOOL, args, { encoding: 'utf8', ...options });
-  if (result.error) {
-    throw new Error(
-      `cannot run ${PROMTOOL} (${result.error.message}): install Debian package "prometheus" (apt-get install prometheus; .ci/run does this when it is missing) or set PROMTOOL`,
-      { cause: result.error },
-    );
-  }
+  const command = promtoolPath();
+  const result = spawnSync(command, args, { encoding: 'utf8', ...options });
+  if (result.error) throw new MissingToolError(`cannot run ${command} (${result.error.message}): run \`${INSTALL_TEST_TOOLS}\` as root, or set PROMTOOL`);
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }
 
@@ -36,7 +33,10 @@ export function exportedSeries(exposition: string): Map<string, { labels: Set<st
   const series = new Map<string, { labels: Set<string>; sampled: boolean }>();
   const entry = (name: string) => {
     let found = series.get(name);
-    if (!found) series.set(name, (found = { labels: new Set(), sampled: false }));
+    if (!found) {
+      found = { labels: new Set(), sampled: false };
+      series.set(name, found);
+    }
     return found;
   };
   for (const line of exposition.split('\n')) {
@@ -85,7 +85,12 @@ export function promqlUses(rawExpr: string): ExprUse {
   expr = expr.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/g, ' ').replace(/\[[^\]]*\]/g, ' ');
   const groupingLabels: string[] = [];
   expr = expr.replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g, (_all, _kw, list: string) => {
-    groupingLabels.push(...list.split(',').map((l) => l.trim()).filter(Boolean));
+    groupingLabels.push(
+      ...list
+        .split(',')
+        .map((l) => l.trim())
+        .filter(Boolean),
+    );
     return ' ';
   });
   const selectors: Selector[] = [];
@@ -148,13 +153,10 @@ export async function scrapeAfterWork(h: Harness): Promise<string> {
   const worker = await startTestWorker(h, { RECONCILE_EVERY: '0' });
   try {
     await publishBatchCreated(publishDepsOf(h), { batchId: 'scrape-1', name: 'Scrape One', subject: 'Maths' });
-    await waitFor(async () => (await rowOf(h, 'scrape-1'))?.state === 'synced', 'scrape-1 synced');
+    await untilSynced(h, 'scrape-1');
     // One pass now, reported to this worker's metrics as a scheduled pass would be.
     const { runtime, metrics } = worker;
-    const report = await runReconciliation(
-      { db: runtime.database.db, classroom: runtime.classroom, queue: runtime.queue, logger: runtime.logger },
-      { trigger: 'test', defaultInstituteId: h.config.classroom.instituteId, stuckAfterMs: h.config.sync.stuckAfterMs, onRun: metrics.recordReconciliation },
-    );
+    const report = await runReconciliation(reconcileDepsOf(runtime), { trigger: 'test', ...reconcileOptionsOf(h.config), onRun: metrics.recordReconciliation });
     if (!report.ok) throw new Error(`reconciliation pass failed: ${report.errors.join('; ')}`);
     const answer = await call(`${worker.url}/metrics`);
     if (answer.status !== 200) throw new Error(`/metrics answered ${answer.status}`);

@@ -1,15 +1,17 @@
 // deploy/alerts.yml: promtool accepts the rules and passes their unit tests (deploy/alerts.test.yml);
 // every rule is tested firing and quiet, carries a summary, a description and a runbook link to a
-// heading that exists in README.md, and uses only series /metrics exports. Also: the gauge behind
+// heading that exists in docs/operations.md, and uses only series /metrics exports. Also: the gauge behind
 // ClassroomSyncQueueStalled moves with the queue.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Queue, Worker } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createRedis } from '../../src/redis.ts';
-import { createHarness, type Harness, waitFor } from '../helpers/harness.ts';
+import { waitFor } from '../helpers/harness.ts';
+import { useHarness } from '../helpers/use-harness.ts';
+import { headingAnchors } from '../helpers/markdown.ts';
 import { checkSyntax, exportedSeries, promtool, scrapeAfterWork, unexportedUses } from '../helpers/promql.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -31,27 +33,6 @@ interface RuleTest {
 
 const rules: Rule[] = (parse(readFileSync(`${DEPLOY}/alerts.yml`, 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
 const unitTests = parse(readFileSync(`${DEPLOY}/alerts.test.yml`, 'utf8')) as { rule_files: string[]; tests: { name: string; alert_rule_test?: RuleTest[] }[] };
-
-/** Anchors GitHub gives README.md's headings (code blocks skipped; repeats get -1, -2, ...). */
-function readmeAnchors(): Set<string> {
-  const anchors = new Set<string>();
-  const seen = new Map<string, number>();
-  let fenced = false;
-  for (const line of readFileSync(`${ROOT}README.md`, 'utf8').split('\n')) {
-    if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
-    const heading = fenced ? null : /^#{1,6}\s+(.+?)\s*#*\s*$/.exec(line);
-    if (!heading) continue;
-    const slug = githubAnchor(heading[1]!);
-    const n = seen.get(slug) ?? 0;
-    seen.set(slug, n + 1);
-    anchors.add(n === 0 ? slug : `${slug}-${n}`);
-  }
-  return anchors;
-}
-
-function githubAnchor(heading: string): string {
-  return heading.replace(/`/g, '').trim().toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
-}
 
 describe('deploy/alerts.yml', () => {
   it('promtool check rules accepts it, counting every rule', () => {
@@ -80,8 +61,8 @@ describe('deploy/alerts.yml', () => {
     );
   });
 
-  it('gives every rule a severity, summary, description and a runbook_url whose anchor is a README heading', () => {
-    const anchors = readmeAnchors();
+  it('gives every rule a severity, summary, description and a runbook_url whose anchor is a heading of docs/operations.md', () => {
+    const anchors = headingAnchors(`${ROOT}docs/operations.md`);
     const names = new Set<string>();
     for (const rule of rules) {
       const name = rule.alert;
@@ -93,8 +74,8 @@ describe('deploy/alerts.yml', () => {
       expect(rule.annotations?.description?.trim().length ?? 0, `${name} description`).toBeGreaterThan(40);
       const url = rule.annotations?.runbook_url ?? '';
       const anchor = `runbook-${name!.toLowerCase()}`;
-      expect(url, `${name} runbook_url`).toBe(`README.md#${anchor}`);
-      expect(anchors.has(anchor), `README.md has no heading "### Runbook: ${name}" (anchor #${anchor})`).toBe(true);
+      expect(url, `${name} runbook_url`).toBe(`docs/operations.md#${anchor}`);
+      expect(anchors.has(anchor), `docs/operations.md has no heading "### Runbook: ${name}" (anchor #${anchor})`).toBe(true);
     }
   });
 
@@ -104,20 +85,20 @@ describe('deploy/alerts.yml', () => {
     const names = rules.map((r) => r.alert!);
     for (const name of names) {
       const mine = cases.filter((c) => c.alertname === name);
-      expect(mine.some((c) => (c.exp_alerts ?? []).length > 0), `${name} is never expected to fire`).toBe(true);
-      expect(mine.some((c) => (c.exp_alerts ?? []).length === 0), `${name} is never expected to stay quiet`).toBe(true);
+      expect(
+        mine.some((c) => (c.exp_alerts ?? []).length > 0),
+        `${name} is never expected to fire`,
+      ).toBe(true);
+      expect(
+        mine.some((c) => (c.exp_alerts ?? []).length === 0),
+        `${name} is never expected to stay quiet`,
+      ).toBe(true);
     }
     for (const c of cases) expect(names, `test case for unknown alert ${c.alertname}`).toContain(c.alertname);
   });
 
   describe('against a real /metrics', () => {
-    let h: Harness;
-    beforeAll(async () => {
-      h = await createHarness();
-    });
-    afterAll(async () => {
-      await h?.close();
-    });
+    const { h } = useHarness();
 
     it('uses only series and labels /metrics exports (and up)', async () => {
       const exprs = rules.map((r) => ({ where: r.alert!, expr: r.expr }));
@@ -129,17 +110,14 @@ describe('deploy/alerts.yml', () => {
 });
 
 describe('classroom_sync_queue_oldest_waiting_seconds (ClassroomSyncQueueStalled reads it)', () => {
-  let h: Harness;
+  const { h, defer } = useHarness();
   let queue: Queue;
   const metrics = createMetrics({ defaultMetrics: false });
 
-  beforeAll(async () => {
-    h = await createHarness();
-    queue = new Queue('age-probe', { connection: h.runtime.redis, prefix: h.config.queuePrefix });
-  });
-  afterAll(async () => {
-    await queue?.close();
-    await h?.close();
+  beforeAll(() => {
+    const probe = new Queue('age-probe', { connection: h.runtime.redis, prefix: h.config.queuePrefix });
+    queue = probe;
+    defer(() => probe.close());
   });
 
   async function age(): Promise<number | undefined> {
@@ -148,7 +126,7 @@ describe('classroom_sync_queue_oldest_waiting_seconds (ClassroomSyncQueueStalled
     return gauge.values.find((v) => v.labels.queue === 'age-probe')?.value;
   }
 
-  it('is 0 with nothing waiting, the head job\'s age while jobs wait, and falls when the head is taken', async () => {
+  it("is 0 with nothing waiting, the head job's age while jobs wait, and falls when the head is taken", async () => {
     expect(await age()).toBe(0);
     const now = Date.now();
     const old = await queue.add('old', {}, { timestamp: now - 600_000 });
@@ -181,9 +159,13 @@ describe('classroom_sync_queue_oldest_waiting_seconds (ClassroomSyncQueueStalled
   it('counts a retried job from its last attempt, not from when it was first added', async () => {
     const job = await queue.add('retried', {}, { timestamp: Date.now() - 3_600_000, attempts: 2, backoff: { type: 'fixed', delay: 3_600_000 } });
     const connection = createRedis(h.config.redisUrl, 'worker');
-    const worker = new Worker('age-probe', async () => {
-      throw new Error('first attempt fails');
-    }, { connection, prefix: h.config.queuePrefix });
+    const worker = new Worker(
+      'age-probe',
+      async () => {
+        throw new Error('first attempt fails');
+      },
+      { connection, prefix: h.config.queuePrefix },
+    );
     try {
       await waitFor(async () => (await job.getState()) === 'delayed', 'job delayed for its retry');
     } finally {

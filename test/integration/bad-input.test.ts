@@ -1,27 +1,19 @@
 // Bad input never hurts good data: an unknown institute, oversized fields, hostile ids and unreadable
 // bodies from the remote each end in a clear error (or a safe resolution) on the one batch they
 // touch, while the batches beside them sync and the worker keeps going.
-import { eq, inArray } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { readTimeline } from '../../src/audit/events.ts';
-import { type BatchRow, TERMINAL_STATES, batchClasses } from '../../src/db/schema/index.ts';
-import { publishBatches } from '../../src/events/publish.ts';
+import { eq } from 'drizzle-orm';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { readTimeline } from '../../src/mapping/index.ts';
+import { type BatchRow, batchClasses } from '../../src/db/schema/index.ts';
+import { publishBatches } from '../../src/intake/publish.ts';
 import type { FaultKind, SandboxOperation } from '../../src/sandbox/index.ts';
-import { type SyncWorker, createSyncWorker } from '../../src/sync/worker.ts';
-import { type Harness, createHarness, publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { rowOf, rowsOf, untilAllTerminal } from '../helpers/batches.ts';
+import { publishDepsOf } from '../helpers/harness.ts';
+import { useHarnessWithWorker } from '../helpers/use-harness.ts';
 
-let h: Harness;
-let worker: SyncWorker;
+const { h, worker } = useHarnessWithWorker();
 let n = 0;
 
-beforeAll(async () => {
-  h = await createHarness();
-  worker = createSyncWorker(h.runtime, { autoSweep: false });
-});
-afterAll(async () => {
-  await worker?.close(5_000);
-  await h?.close();
-});
 beforeEach(() => h.sandbox.faults.clear());
 
 const institute = () => h.config.classroom.instituteId;
@@ -29,14 +21,6 @@ const good = (label: string) => {
   n += 1;
   return { batchId: `bad-input-${n}`, name: `${label} ${n}`, subject: 'Civics' };
 };
-const rows = (batchIds: string[]): Promise<BatchRow[]> =>
-  h.runtime.database.db.select().from(batchClasses).where(inArray(batchClasses.batchId, batchIds));
-const rowOf = async (batchId: string): Promise<BatchRow> => (await rows([batchId]))[0]!;
-const atRest = (batchIds: string[]) =>
-  waitFor(async () => {
-    const found = await rows(batchIds);
-    return found.length === batchIds.length && found.every((r) => TERMINAL_STATES.includes(r.state)) ? found : undefined;
-  }, `${batchIds.join(', ')} to finish`);
 /** Faults the sandbox injected since `before` (its counters run for the whole file). */
 const injectedSince = (before: Record<string, number>) =>
   Object.fromEntries(
@@ -49,7 +33,7 @@ const classesNamed = (name: string) => h.sandbox.state().classes!.filter((c) => 
 
 /** Synced, with exactly the one remote class its name points to, stored as the remote has it. */
 async function expectSyncedOnce(event: { batchId: string; name: string }): Promise<BatchRow> {
-  const row = await rowOf(event.batchId);
+  const row = (await rowOf(h, event.batchId))!;
   expect(row.state, `${event.batchId}: ${row.lastError ?? ''}`).toBe('synced');
   const remote = classesNamed(event.name);
   expect(remote, `classes named ${event.name}`).toHaveLength(1);
@@ -63,7 +47,7 @@ async function workerStillSyncs(): Promise<void> {
   expect(worker.worker.isRunning()).toBe(true);
   const event = good('After the storm');
   await publishBatches(publishDepsOf(h), [event]);
-  await atRest([event.batchId]);
+  await untilAllTerminal(h, [event.batchId]);
   await expectSyncedOnce(event);
 }
 
@@ -74,9 +58,9 @@ describe('bad input never hurts good data', () => {
     const after = good('After unknown');
     const outcomes = await publishBatches(publishDepsOf(h), [before, unknown, after]);
     expect(outcomes.every((o) => o.ok)).toBe(true);
-    await atRest([before.batchId, unknown.batchId, after.batchId]);
+    await untilAllTerminal(h, [before.batchId, unknown.batchId, after.batchId]);
 
-    const failed = await rowOf(unknown.batchId);
+    const failed = (await rowOf(h, unknown.batchId))!;
     expect(failed).toMatchObject({ state: 'failed', instituteId: 'no-such-institute', classId: null, lastErrorKind: 'rejected', attempts: 1 });
     expect(failed.lastError).toContain('no-such-institute');
     expect(failed.lastError).toMatch(/addClass/);
@@ -110,8 +94,13 @@ describe('bad input never hurts good data', () => {
       expect(outcome.problems.map((p) => p.field)).toEqual([expectedFields[i]]);
       expect(outcome.problems[0]!.reason.length).toBeGreaterThan(0);
     });
-    expect(await rows(bad.map((e) => e.batchId))).toHaveLength(0);
-    await atRest([a.batchId, b.batchId]);
+    expect(
+      await rowsOf(
+        h,
+        bad.map((e) => e.batchId),
+      ),
+    ).toHaveLength(0);
+    await untilAllTerminal(h, [a.batchId, b.batchId]);
     await expectSyncedOnce(a);
     await expectSyncedOnce(b);
   });
@@ -123,14 +112,16 @@ describe('bad input never hurts good data', () => {
       const victim = good('Traversal create');
       const bystander = good('Bystander of traversal');
       await publishBatches(publishDepsOf(h), [victim, bystander]);
-      await atRest([victim.batchId, bystander.batchId]);
+      await untilAllTerminal(h, [victim.batchId, bystander.batchId]);
       // Whichever of the two took the fault, both end with their one class and a safe id.
       for (const event of [victim, bystander]) {
         const row = await expectSyncedOnce(event);
         expect(row.classId).toMatch(/^[0-9a-f]{24}$/);
       }
       expect(injectedSince(before)).toEqual({ unsafeId: 1 });
-      const timelines = await Promise.all([victim, bystander].map((e) => readTimeline(h.runtime.database.db, institute(), e.batchId)));
+      const timelines = await Promise.all(
+        [victim, bystander].map((e) => readTimeline(h.runtime.database.db, { instituteId: institute(), batchId: e.batchId })),
+      );
       const refused = timelines.flat().filter((e) => e?.type === 'remote_call' && e.operation === 'addClass' && e.outcome === 'outcome_unknown');
       expect(refused).toHaveLength(1);
       expect(refused[0]!.error).toMatch(/unusable class id/);
@@ -142,7 +133,7 @@ describe('bad input never hurts good data', () => {
       h.sandbox.faults.enqueue({ operation: 'editClass', fault: 'unsafeId' });
       const event = good('Traversal read');
       await publishBatches(publishDepsOf(h), [event]);
-      await atRest([event.batchId]);
+      await untilAllTerminal(h, [event.batchId]);
       const row = await expectSyncedOnce(event);
       expect(row.classId).toMatch(/^[0-9a-f]{24}$/);
       expect(row.joinLink).not.toContain('..');
@@ -154,7 +145,7 @@ describe('bad input never hurts good data', () => {
       h.sandbox.faults.enqueue({ operation: 'listClasses', fault: 'unsafeId' });
       const event = good('Traversal listing');
       await publishBatches(publishDepsOf(h), [event]);
-      const [row] = await atRest([event.batchId]);
+      const [row] = await untilAllTerminal(h, [event.batchId]);
       expect(row!.state).toBe('needs_review');
       expect(row!.classId).toBeNull();
       const review = row!.review as { reason: string; evidence: { matches: { _id: string }[] } };
@@ -177,13 +168,15 @@ describe('bad input never hurts good data', () => {
       const victim = good(`Unreadable ${operation} ${fault}`);
       const bystander = good(`Beside unreadable ${operation}`);
       await publishBatches(publishDepsOf(h), [victim, bystander]);
-      await atRest([victim.batchId, bystander.batchId]);
+      await untilAllTerminal(h, [victim.batchId, bystander.batchId]);
       await expectSyncedOnce(victim);
       await expectSyncedOnce(bystander);
       expect(injectedSince(before)[fault]).toBe(1);
 
       // The one call that got the bad body is on record, on one batch, with a reason an operator can read.
-      const timelines = await Promise.all([victim, bystander].map((e) => readTimeline(h.runtime.database.db, institute(), e.batchId)));
+      const timelines = await Promise.all(
+        [victim, bystander].map((e) => readTimeline(h.runtime.database.db, { instituteId: institute(), batchId: e.batchId })),
+      );
       const hit = timelines.flat().filter((e) => e?.type === 'remote_call' && e.operation === operation && e.outcome !== 'ok');
       expect(hit, JSON.stringify(hit)).toHaveLength(1);
       expect(hit[0]).toMatchObject({ outcome: 'outcome_unknown', httpStatus: 200 });

@@ -1,19 +1,13 @@
 // `classroom-sync check` against the sandbox, which refuses exactly what the real service would:
 // the right settings pass, and each wrong one is named in plain words with a non-zero exit.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { checkClassroom, runCheck } from '../../src/commands/check.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
-import { createHarness, type Harness } from '../helpers/harness.ts';
 import { killAllChildren, runCli } from '../helpers/cli.ts';
+import { useHarness } from '../helpers/use-harness.ts';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await createHarness();
-});
-afterAll(async () => {
-  killAllChildren();
-  await h?.close();
-});
+const { h, defer } = useHarness();
+defer(killAllChildren);
 
 const withEnv = (overrides: Record<string, string>): Config => loadConfig({ ...h.env, ...overrides });
 
@@ -35,8 +29,16 @@ describe('check: the remote, one harmless read', () => {
     ['user id', { CLASSROOM_USER_ID: 'someone-else' }, /refused the Basic credentials: check CLASSROOM_USER_ID and CLASSROOM_API_KEY/],
     ['x-api-key', { CLASSROOM_X_API_KEY: 'not-the-x-api-key' }, /x-api-key header was refused: check CLASSROOM_X_API_KEY\.$/],
     ['user-agent', { CLASSROOM_USER_AGENT: 'curl/8.0' }, /user-agent was refused: set CLASSROOM_USER_AGENT .*now "curl\/8\.0"/],
-    ['namespace', { CLASSROOM_NAMESPACE: 'other-namespace' }, /namespace was refused: check CLASSROOM_NAMESPACE \(now "other-namespace"\) and CLASSROOM_NAMESPACE_HEADER/],
-    ['namespace header', { CLASSROOM_NAMESPACE_HEADER: 'x-wise-namespace' }, /CLASSROOM_NAMESPACE_HEADER \(now x-wise-namespace; the spec says x-service-namespace/],
+    [
+      'namespace',
+      { CLASSROOM_NAMESPACE: 'other-namespace' },
+      /namespace was refused: check CLASSROOM_NAMESPACE \(now "other-namespace"\) and CLASSROOM_NAMESPACE_HEADER/,
+    ],
+    [
+      'namespace header',
+      { CLASSROOM_NAMESPACE_HEADER: 'x-wise-namespace' },
+      /CLASSROOM_NAMESPACE_HEADER \(now x-wise-namespace; the spec says x-service-namespace/,
+    ],
     ['institute', { CLASSROOM_INSTITUTE_ID: 'not-an-institute' }, /does not know institute not-an-institute: check CLASSROOM_INSTITUTE_ID/],
   ];
   for (const [what, overrides, fix] of wrong) {

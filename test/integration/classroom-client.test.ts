@@ -1,23 +1,17 @@
 // The client against the sandbox over real HTTP: every header, every failure classified.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createClassroomClient, type ClassroomClient } from '../../src/classroom/client.ts';
-import { NotSentError, OutcomeUnknownError, RejectedError, ThrottledError } from '../../src/classroom/errors.ts';
+import { CredentialsRefusedError, NotSentError, OutcomeUnknownError, RejectedError, ThrottledError } from '../../src/classroom/errors.ts';
 import { loadConfig } from '../../src/config.ts';
-import { type RunningSandbox, sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
+import { start, useSandbox } from '../helpers/sandbox.ts';
 
-let sandbox: RunningSandbox;
+const sandbox = useSandbox();
 let client: ClassroomClient;
 const base = loadConfig({ CLASSROOM_TIMEOUT: '400ms', SYNC_LEASE: '2s' });
 const institute = base.classroom.instituteId;
 
-beforeAll(async () => {
-  sandbox = await startSandbox(sandboxOptionsFromConfig(base));
+beforeAll(() => {
   client = createClassroomClient({ ...base.classroom, baseUrl: sandbox.url });
-});
-afterAll(() => sandbox.close());
-beforeEach(() => {
-  sandbox.faults.clear();
-  sandbox.reset();
 });
 
 const add = (name = 'Algebra') => client.addClass({ name, subject: 'Maths', instituteId: institute });
@@ -41,15 +35,19 @@ describe('classroom client', () => {
     expect(sandbox.store.get(classId)).toBeDefined();
   });
 
-  it('classifies wrong credentials as rejected, naming the cause', async () => {
+  it('classifies refused credentials as credentials_refused and a refused header as rejected, naming the cause', async () => {
     const wrong = createClassroomClient({ ...base.classroom, baseUrl: sandbox.url, apiKey: 'X'.repeat(32) });
-    await expect(wrong.listClasses(institute)).rejects.toSatisfy((e) => e instanceof RejectedError && e.httpStatus === 401 && /credentials/i.test(e.message));
+    await expect(wrong.listClasses(institute)).rejects.toSatisfy(
+      (e) => e instanceof CredentialsRefusedError && e.kind === 'credentials_refused' && e.sent && e.httpStatus === 401 && /credentials/i.test(e.message),
+    );
     const wrongHeader = createClassroomClient({ ...base.classroom, baseUrl: sandbox.url, namespaceHeader: 'x-wise-namespace' });
-    await expect(wrongHeader.listClasses(institute)).rejects.toSatisfy((e) => e instanceof RejectedError && e.httpStatus === 403 && /namespace/i.test(e.message));
+    await expect(wrongHeader.listClasses(institute)).rejects.toSatisfy(
+      (e) => e instanceof RejectedError && e.httpStatus === 403 && /namespace/i.test(e.message),
+    );
   });
 
   it('classifies a refused connection as not sent', async () => {
-    const closed = await startSandbox(sandboxOptionsFromConfig(base));
+    const closed = await start();
     await closed.close();
     const nowhere = createClassroomClient({ ...base.classroom, baseUrl: closed.url });
     await expect(nowhere.addClass({ name: 'x', subject: 'y', instituteId: institute })).rejects.toBeInstanceOf(NotSentError);
@@ -70,7 +68,7 @@ describe('classroom client', () => {
     sandbox.faults.enqueue({ operation: 'addClass', fault });
     const error = await add('Faulty').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(errorClass);
-    expect(sandbox.state().byName['Faulty'] ?? 0).toBe(stored ? 1 : 0);
+    expect(sandbox.state().byName.Faulty ?? 0).toBe(stored ? 1 : 0);
   });
 
   it('reads Retry-After into the throttled error', async () => {

@@ -2,26 +2,17 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSyncWorker, type SyncWorker } from '../../src/sync/worker.ts';
-import { createHarness, type Harness, waitFor } from '../helpers/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { rowOf, untilAllSynced, untilSynced } from '../helpers/batches.ts';
+import { waitFor } from '../helpers/harness.ts';
 import { killAllChildren, runCli } from '../helpers/cli.ts';
-import { findBatch } from '../../src/commands/status.ts';
+import { useHarnessWithWorker } from '../helpers/use-harness.ts';
 
-let h: Harness;
-let worker: SyncWorker;
+const { h, defer } = useHarnessWithWorker();
+defer(killAllChildren);
 
-beforeAll(async () => {
-  h = await createHarness();
-  worker = createSyncWorker(h.runtime, { autoSweep: false });
-});
-afterAll(async () => {
-  killAllChildren();
-  await worker?.close(5_000);
-  await h?.close();
-});
-
-const batch = (batchId: string) => findBatch(h.runtime.database.db, h.config.classroom.instituteId, batchId);
+/** Under the default institute, as the commands look batches up without --institute. */
+const batch = (batchId: string) => rowOf(h, batchId, h.config.classroom.instituteId);
 
 describe('classroom-sync enqueue / status / retry', () => {
   it('enqueue reads NDJSON from stdin, reports each bad line with its number and reason, exits 1', async () => {
@@ -37,7 +28,7 @@ describe('classroom-sync enqueue / status / retry', () => {
     expect(result.stderr).toMatch(/^line 2: \(line\) is not valid JSON/m);
     expect(result.stderr).toMatch(/^line 4: name is required$/m);
     expect(result.stdout).toMatch(/accepted 2 \(0 already known\), rejected 2/);
-    await waitFor(async () => (await batch('cli-1'))?.state === 'synced' && (await batch('cli-4'))?.state === 'synced', 'cli-1 and cli-4 synced');
+    await untilAllSynced(h, ['cli-1', 'cli-4']);
     expect(await batch('cli-3')).toBeUndefined();
   });
 
@@ -48,7 +39,7 @@ describe('classroom-sync enqueue / status / retry', () => {
     const again = await runCli(['enqueue', file], { env: h.env });
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/accepted 1 \(1 already known\), rejected 0/);
-    await waitFor(async () => (await batch('cli-5'))?.state === 'synced', 'cli-5 synced');
+    await untilSynced(h, 'cli-5');
     expect(h.sandbox.state().byName['CLI five']).toBe(1);
   });
 
@@ -79,7 +70,7 @@ describe('classroom-sync enqueue / status / retry', () => {
     expect(shown.stdout).toContain(row!.joinLink!);
     const missing = await runCli(['status', 'nope'], { env: h.env });
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/batch nope is not known/);
+    expect(missing.stderr).toBe(`batch nope is not known under institute ${h.config.classroom.instituteId}\n`);
   });
 
   it('retry --failed puts failed batches back; they sync with one class each', async () => {
@@ -91,11 +82,38 @@ describe('classroom-sync enqueue / status / retry', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/cli-6: failed → pending \(queued\)/);
     expect(result.stdout).toMatch(/2 batch\(es\) put back/);
-    await waitFor(async () => (await batch('cli-6'))?.state === 'synced' && (await batch('cli-7'))?.state === 'synced', 'both synced');
+    await untilAllSynced(h, ['cli-6', 'cli-7']);
     expect(h.sandbox.state().byName['CLI cli-6']).toBe(1);
     const unknown = await runCli(['retry', 'nobody'], { env: h.env });
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toMatch(/nobody: not known/);
+    expect(unknown.stderr).toBe(`nobody: not known under institute ${h.config.classroom.instituteId}\n`);
+    expect(unknown.stdout).not.toMatch(/put back/);
     expect((await runCli(['retry'], { env: h.env })).code).toBe(2);
+  });
+
+  it('retry of a synced batch says there is nothing to retry, and changes nothing', async () => {
+    const before = await batch('cli-1');
+    expect(before?.state).toBe('synced');
+    const result = await runCli(['retry', 'cli-1'], { env: h.env });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('cli-1: already synced; nothing to retry\n');
+    expect((await batch('cli-1'))?.updatedAt).toEqual(before?.updatedAt);
+  });
+
+  it('status, history and retry of a batch known only under another institute say where it is, and how to ask', async () => {
+    const other = 'other-institute-b';
+    const stdin = `${JSON.stringify({ batchId: 'cli-elsewhere', name: 'Elsewhere', subject: 'Art', instituteId: other })}\n`;
+    expect((await runCli(['enqueue'], { env: h.env, stdin })).code).toBe(0);
+    const hint = `not known under institute ${h.config.classroom.instituteId}; it is known under institute ${other}: add --institute ${other}`;
+    const status = await runCli(['status', 'cli-elsewhere'], { env: h.env });
+    expect([status.code, status.stderr]).toEqual([1, `batch cli-elsewhere is ${hint}\n`]);
+    const history = await runCli(['history', 'cli-elsewhere'], { env: h.env });
+    expect([history.code, history.stderr]).toEqual([1, `batch cli-elsewhere is ${hint}\n`]);
+    const retry = await runCli(['retry', 'cli-elsewhere'], { env: h.env });
+    expect([retry.code, retry.stderr]).toEqual([1, `cli-elsewhere: ${hint}\n`]);
+    // Following the hint works.
+    const found = await runCli(['status', 'cli-elsewhere', '--institute', other], { env: h.env });
+    expect(found.code).toBe(0);
+    expect(found.stdout).toContain(`batch       cli-elsewhere (institute ${other})`);
   });
 });

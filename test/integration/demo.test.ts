@@ -57,7 +57,9 @@ describe('npm start -- --once', () => {
     const body = table.slice(header + 2, header + 10);
     for (const row of rows) {
       const line = body.find((l) => l.startsWith(`${row.batch_id} `));
-      expect(line, `table row for ${row.batch_id}`).toMatch(new RegExp(`^${row.batch_id}\\s+synced\\s+1\\s+${row.class_id}\\s+http://127\\.0\\.0\\.1:\\d+/…\\(\\d+ chars\\)$`));
+      expect(line, `table row for ${row.batch_id}`).toMatch(
+        new RegExp(`^${row.batch_id}\\s+synced\\s+1\\s+${row.class_id}\\s+http://127\\.0\\.0\\.1:\\d+/…\\(\\d+ chars\\)$`),
+      );
       // The join link is a secret: neither it nor its token may appear anywhere in the output.
       expect(out + result.stderr).not.toContain(row.join_link!);
       expect(out + result.stderr).not.toContain(row.join_link!.split('/').pop()!);
@@ -67,14 +69,33 @@ describe('npm start -- --once', () => {
     for (const line of body) expect(starts(line)).toEqual(starts(table[header]!));
     expect(out).toContain('8/8 batches synced');
     expect(out).toContain('remote classes for these batches: 8; no batch got a second class');
-    expect(out).toMatch(/^dashboard: {2}http:\/\/127\.0\.0\.1:\d+\/admin\/queues /m);
-    expect(out).toMatch(/^API token for this session: [\w-]{32} /m);
+    // The servers stop with --once: no URLs or token for them, but a line that says how to keep them.
+    expect(out).not.toMatch(/^(dashboard|batch API|metrics): /m);
+    expect(out).not.toMatch(/API token/);
+    expect(out).toMatch(/^The dashboard, batch API and metrics stopped with this run; `npm start` without --once keeps them up\.$/m);
+  });
+
+  it('a second run reports only its own batches, and the demo database keeps only them', async () => {
+    const { env, demoDatabase } = demoEnv();
+    const first = await runCli(['demo', '--once', '--count', '3'], { env });
+    expect(first.code, first.stderr).toBe(0);
+    const second = await runCli(['demo', '--once', '--count', '2'], { env });
+    expect(second.code, second.stderr).toBe(0);
+
+    const ids = (out: string) => [...out.matchAll(/^(demo-\S+)\s+synced\s/gm)].map((m) => m[1]!);
+    const [firstIds, secondIds] = [ids(first.stdout), ids(second.stdout)];
+    expect(firstIds).toHaveLength(3);
+    expect(secondIds).toHaveLength(2);
+    expect(secondIds.some((id) => firstIds.includes(id))).toBe(false);
+    expect(second.stdout).toContain('2/2 batches synced');
+    expect(second.stdout).toContain('remote classes for these batches: 2; no batch got a second class');
+    expect((await demoRows(demoDatabase)).map((r) => r.batch_id)).toEqual(secondIds);
   });
 
   it('without --once keeps serving the API and dashboard (with the printed token) until Ctrl-C, then exits 0', async () => {
     const { env, demoDatabase } = demoEnv();
     const demo = startCli(['demo', '--count', '3'], { env });
-    await demo.waitForOutput(/^serving until Ctrl-C[^]*npx classroom-sync enqueue FILE\.ndjson$/m, 'the demo to serve');
+    await demo.waitForOutput(/^serving until Ctrl-C[\s\S]*npx classroom-sync enqueue FILE\.ndjson$/m, 'the demo to serve');
     const [, base] = await demo.waitForOutput(/^dashboard: {2}(http:\/\/127\.0\.0\.1:\d+)\/admin\/queues/m, 'the dashboard URL');
     const [, token] = await demo.waitForOutput(/^API token for this session: (\S+)/m, 'the session token');
     expect(demo.stdout()).toContain(`Authorization: Bearer ${token}`);
@@ -83,13 +104,22 @@ describe('npm start -- --once', () => {
     expect((await fetch(`${base}/admin/queues`, { headers: { authorization: basic } })).status).toBe(200);
     expect((await fetch(`${base}/admin/queues`)).status).toBe(401);
     const bearer = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const posted = await fetch(`${base}/v1/batches`, { method: 'POST', headers: bearer, body: JSON.stringify({ batchId: 'B-1001', name: 'Algebra I', subject: 'Maths' }) });
+    const posted = await fetch(`${base}/v1/batches`, {
+      method: 'POST',
+      headers: bearer,
+      body: JSON.stringify({ batchId: 'B-1001', name: 'Algebra I', subject: 'Maths' }),
+    });
     expect(posted.status).toBe(202);
     const synced = await waitFor(async () => {
       const view = (await (await fetch(`${base}/v1/batches/B-1001`, { headers: bearer })).json()) as { state: string; classId: string | null };
       return view.state === 'synced' ? view : undefined;
     }, 'B-1001 synced by the serving demo');
     expect(synced.classId).toMatch(/^[0-9a-f]{24}$/);
+
+    // A second demo on the same database would clear it under this one: it refuses instead.
+    const second = await runCli(['demo', '--once', '--count', '1'], { env });
+    expect(second.code).toBe(1);
+    expect(second.stdout).toMatch(/^another demo is running on database \S+_demo and queue prefix \S+-demo: stop it \(Ctrl-C\) first/m);
 
     demo.signal('SIGINT');
     const result = await demo.result;

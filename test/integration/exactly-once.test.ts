@@ -1,37 +1,22 @@
 // Exactly one class per batch when add-class answers ambiguously, and needs_review when reading
 // cannot tell. Each case injects a fault into the sandbox and checks the sandbox's ground truth.
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type BatchRow, batchClasses } from '../../src/db/schema/index.ts';
-import { publishBatchCreated } from '../../src/events/publish.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { batchClasses } from '../../src/db/schema/index.ts';
+import { publishBatchCreated } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logger.ts';
 import { DeferError } from '../../src/sync/errors.ts';
 import { runBatch } from '../../src/sync/machine.ts';
 import { retryBatches } from '../../src/sync/retry.ts';
-import { createSyncWorker, type SyncWorker } from '../../src/sync/worker.ts';
-import { createHarness, type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { syncSettings } from '../../src/sync/worker.ts';
+import { rowOf, untilSynced, untilTerminal } from '../helpers/batches.ts';
+import { publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { useHarnessWithWorker } from '../helpers/use-harness.ts';
 
-let h: Harness;
-let worker: SyncWorker;
+const { h, worker } = useHarnessWithWorker();
 let n = 0;
 
-beforeAll(async () => {
-  h = await createHarness();
-  worker = createSyncWorker(h.runtime, { autoSweep: false });
-});
-afterAll(async () => {
-  await worker?.close(5_000);
-  await h?.close();
-});
 beforeEach(() => h.sandbox.faults.clear());
-
-const rowOf = async (batchId: string): Promise<BatchRow | undefined> =>
-  (await h.runtime.database.db.select().from(batchClasses).where(eq(batchClasses.batchId, batchId)))[0];
-const terminal = (batchId: string) =>
-  waitFor(async () => {
-    const row = await rowOf(batchId);
-    return row && ['synced', 'failed', 'needs_review'].includes(row.state) ? row : undefined;
-  }, `${batchId} to finish`);
 
 async function publishOne(name: string) {
   n += 1;
@@ -46,7 +31,7 @@ describe('add-class of unknown outcome', () => {
     async (fault) => {
       h.sandbox.faults.enqueue({ operation: 'addClass', fault });
       const name = `Adopt after ${fault}`;
-      const row = await terminal(await publishOne(name));
+      const row = await untilTerminal(h, await publishOne(name));
       expect(row.state).toBe('synced');
       expect(h.sandbox.state().byName[name]).toBe(1);
       const remote = h.sandbox.state().classes!.find((c) => c.name === name)!;
@@ -59,7 +44,7 @@ describe('add-class of unknown outcome', () => {
   it('after a 5xx that stored nothing, reading finds no class and it is created once', async () => {
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'error5xx' });
     const name = 'Create after plain 5xx';
-    const row = await terminal(await publishOne(name));
+    const row = await untilTerminal(h, await publishOne(name));
     expect(row.state).toBe('synced');
     expect(h.sandbox.state().byName[name]).toBe(1);
     expect(h.sandbox.state().calls.byOperation.addClass?.calls).toBeGreaterThanOrEqual(2);
@@ -69,7 +54,7 @@ describe('add-class of unknown outcome', () => {
     h.sandbox.faults.set({ listingDelayMs: 80 });
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'lostResponse' });
     const name = 'Lagging listing';
-    const row = await terminal(await publishOne(name));
+    const row = await untilTerminal(h, await publishOne(name));
     expect(row.state).toBe('synced');
     expect(h.sandbox.state().byName[name]).toBe(1);
   });
@@ -78,7 +63,7 @@ describe('add-class of unknown outcome', () => {
     const name = 'Twin';
     h.sandbox.store.create({ name, subject: 'Chemistry', instituteId: h.config.classroom.instituteId });
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'lostResponse' });
-    const row = await terminal(await publishOne(name));
+    const row = await untilTerminal(h, await publishOne(name));
     expect(row.state).toBe('needs_review');
     expect(row.classId).toBeNull();
     const review = row.review as { reason: string; evidence: { matches: { _id: string }[] } };
@@ -91,17 +76,17 @@ describe('add-class of unknown outcome', () => {
     h.sandbox.faults.set({ listingIncludesIds: false });
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'lostResponse' });
     const name = 'No ids in listing';
-    const row = await terminal(await publishOne(name));
+    const row = await untilTerminal(h, await publishOne(name));
     expect(row.state).toBe('needs_review');
     expect(row.lastError).toMatch(/no _id/);
     expect(h.sandbox.state().byName[name]).toBe(1);
   });
 
   it('classes mapped to other batches are not adopted: same name, different batch', async () => {
-    const first = await terminal(await publishOne('Shared name'));
+    const first = await untilTerminal(h, await publishOne('Shared name'));
     expect(first.state).toBe('synced');
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'error5xx' });
-    const second = await terminal(await publishOne('Shared name'));
+    const second = await untilTerminal(h, await publishOne('Shared name'));
     expect(second.state).toBe('synced');
     expect(second.classId).not.toBe(first.classId);
     expect(h.sandbox.state().byName['Shared name']).toBe(2);
@@ -112,36 +97,39 @@ describe('failures that are not ambiguous', () => {
   it('a rejected add-class fails at once with the reason and no retries; retry resumes it safely', async () => {
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'bodyRejected' });
     const batchId = await publishOne('Rejected once');
-    const row = await terminal(batchId);
+    const row = await untilTerminal(h, batchId);
     expect(row).toMatchObject({ state: 'failed', attempts: 1, lastErrorKind: 'rejected', createSentAt: null });
     expect(row.lastError).toMatch(/addClass answered HTTP 200 with body status 400/);
 
     const [result] = await retryBatches({ db: h.runtime.database.db, queue: h.runtime.queue }, { keys: [{ instituteId: row.instituteId, batchId }] });
     expect(result).toMatchObject({ from: 'failed', to: 'pending', queued: true });
-    await waitFor(async () => (await rowOf(batchId))?.state === 'synced', 'retried batch synced');
+    await untilSynced(h, batchId);
     expect(h.sandbox.state().byName['Rejected once']).toBe(1);
   });
 
   it('throttling does not burn attempts', async () => {
     h.sandbox.faults.set({ retryAfterSeconds: 0 });
     h.sandbox.faults.enqueue({ operation: '*', fault: 'throttle', count: 4 });
-    const row = await terminal(await publishOne('Throttled'));
+    const row = await untilTerminal(h, await publishOne('Throttled'));
     expect(row.state).toBe('synced');
     expect(row.attempts).toBe(1);
-    expect(h.sandbox.state().byName['Throttled']).toBe(1);
+    expect(h.sandbox.state().byName.Throttled).toBe(1);
   });
 
   it('a retry of a failed batch whose create may have happened resolves by reading, not posting', async () => {
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'lostResponse' });
     const batchId = await publishOne('Exhausted then retried');
     // Fail it by hand at the worst moment: create sent, outcome unknown.
-    await waitFor(async () => (await rowOf(batchId))?.createSentAt, 'create sent');
+    await waitFor(async () => (await rowOf(h, batchId))?.createSentAt, 'create sent');
     await worker.worker.pause(true);
     await h.runtime.database.db.update(batchClasses).set({ state: 'failed', leaseExpiresAt: null }).where(eq(batchClasses.batchId, batchId));
-    const [result] = await retryBatches({ db: h.runtime.database.db, queue: h.runtime.queue }, { keys: [{ instituteId: h.config.classroom.instituteId, batchId }] });
+    const [result] = await retryBatches(
+      { db: h.runtime.database.db, queue: h.runtime.queue },
+      { keys: [{ instituteId: h.config.classroom.instituteId, batchId }] },
+    );
     worker.worker.resume();
     expect(result?.to).toBe('creating');
-    await waitFor(async () => (await rowOf(batchId))?.state === 'synced', 'synced after retry');
+    await untilSynced(h, batchId);
     expect(h.sandbox.state().byName['Exhausted then retried']).toBe(1);
   });
 });
@@ -154,21 +142,18 @@ describe('one runner per batch', () => {
       h.sandbox.faults.set({ latencyMs: 150 });
       const deps = {
         db: h.runtime.database.db,
-        classroom: h.runtime.classroom,
+        classroom: h.runtime.remotes.default.classroom,
         logger: createLogger({ level: 'silent' }),
-        settings: { leaseMs: 3_000, settleMs: 150, throttlePauseMs: 100 },
+        settings: { ...syncSettings(h.config), leaseMs: 3_000, settleMs: 150, throttlePauseMs: 100 },
       };
       const key = { instituteId: h.config.classroom.instituteId, batchId };
-      const results = await Promise.allSettled([
-        runBatch({ ...deps, workerId: 'runner-a' }, key, 1),
-        runBatch({ ...deps, workerId: 'runner-b' }, key, 1),
-      ]);
+      const results = await Promise.allSettled([runBatch({ ...deps, workerId: 'runner-a' }, key, 1), runBatch({ ...deps, workerId: 'runner-b' }, key, 1)]);
       const fulfilled = results.filter((r) => r.status === 'fulfilled');
       const deferred = results.filter((r) => r.status === 'rejected' && r.reason instanceof DeferError);
       expect(fulfilled).toHaveLength(1);
       expect(deferred).toHaveLength(1);
-      expect(h.sandbox.state().byName['Raced']).toBe(1);
-      expect((await rowOf(batchId))?.state).toBe('synced');
+      expect(h.sandbox.state().byName.Raced).toBe(1);
+      expect((await rowOf(h, batchId))?.state).toBe('synced');
     } finally {
       worker.worker.resume();
     }

@@ -3,11 +3,13 @@
 // worker's /metrics exports, and every classroom_sync_* metric is on it.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHarness, type Harness } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { writeAccountsFile } from '../helpers/accounts.ts';
+import { useHarness } from '../helpers/use-harness.ts';
 import { checkSyntax, exportedSeries, promqlUses, scrapeAfterWork, unexportedUses } from '../helpers/promql.ts';
 
 const FILE = fileURLToPath(new URL('../../deploy/grafana-dashboard.json', import.meta.url));
+// biome-ignore lint/suspicious/noTemplateCurlyInString: a placeholder written literally in the file under test
 const DATASOURCE = { type: 'prometheus', uid: '${DS_PROMETHEUS}' };
 
 interface Target {
@@ -67,7 +69,7 @@ describe('deploy/grafana-dashboard.json', () => {
     }
   });
 
-  it('uses only template variables it defines (or Grafana\'s own $__ ones)', () => {
+  it("uses only template variables it defines (or Grafana's own $__ ones)", () => {
     const defined = new Set(dashboard.templating.list.map((v) => v.name));
     for (const { where, expr } of exprs) {
       for (const [, name] of expr.matchAll(/\$\{?(\w+)\}?/g)) {
@@ -82,14 +84,13 @@ describe('deploy/grafana-dashboard.json', () => {
   });
 
   describe('against a real /metrics', () => {
-    let h: Harness;
+    // Two accounts, so the per-account series (batches by account) are exported too.
+    const accounts = writeAccountsFile([{ name: 'north' }, { name: 'south' }]);
+    const { h, defer } = useHarness({ env: { CLASSROOM_ACCOUNTS_FILE: accounts.path } });
+    defer(() => accounts.remove());
     let exported: ReturnType<typeof exportedSeries>;
     beforeAll(async () => {
-      h = await createHarness();
       exported = exportedSeries(await scrapeAfterWork(h));
-    });
-    afterAll(async () => {
-      await h?.close();
     });
 
     it('queries only series and labels that /metrics exports', () => {
@@ -110,7 +111,9 @@ describe('deploy/grafana-dashboard.json', () => {
       expect(unexportedUses([{ where: 'x', expr: 'sum(rate(classroom_sync_no_such_total[5m]))' }], exported)).toEqual([
         'x: classroom_sync_no_such_total is not exported by /metrics',
       ]);
-      expect(unexportedUses([{ where: 'x', expr: 'max(classroom_sync_batches{stat="failed"})' }], exported)).toEqual(['x: classroom_sync_batches has no label stat']);
+      expect(unexportedUses([{ where: 'x', expr: 'max(classroom_sync_batches{stat="failed"})' }], exported)).toEqual([
+        'x: classroom_sync_batches has no label stat',
+      ]);
       expect(unexportedUses([{ where: 'x', expr: 'max by (operation) (classroom_sync_batches)' }], exported)).toEqual([
         'x: grouping label operation is on none of the series in "max by (operation) (classroom_sync_batches)"',
       ]);

@@ -4,40 +4,25 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { eq, sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pruneEvents, readTimeline } from '../../src/audit/events.ts';
-import { batchClasses, batchEvents } from '../../src/db/schema/index.ts';
-import { publishBatchCreated } from '../../src/events/publish.ts';
-import { createSyncWorker, type SyncWorker } from '../../src/sync/worker.ts';
-import { createHarness, type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { pruneEvents, readTimeline } from '../../src/mapping/index.ts';
+import { batchEvents } from '../../src/db/schema/index.ts';
+import { publishBatchCreated } from '../../src/intake/publish.ts';
+import { untilSynced } from '../helpers/batches.ts';
+import { publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { useHarnessWithWorker } from '../helpers/use-harness.ts';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../bin/classroom-sync.js', import.meta.url));
-let h: Harness;
-let worker: SyncWorker;
-
-beforeAll(async () => {
-  h = await createHarness();
-  worker = createSyncWorker(h.runtime, { autoSweep: false });
-});
-afterAll(async () => {
-  await worker?.close(5_000);
-  await h?.close();
-});
-
-const synced = (batchId: string) =>
-  waitFor(async () => {
-    const [row] = await h.runtime.database.db.select().from(batchClasses).where(eq(batchClasses.batchId, batchId));
-    return row?.state === 'synced' ? row : undefined;
-  }, `${batchId} synced`);
+const { h } = useHarnessWithWorker();
 
 describe('audit trail', () => {
   it('shows every retry and the outcome-unknown resolution, in order, with no join link', async () => {
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'lostResponse' });
     h.sandbox.faults.enqueue({ operation: 'editClass', fault: 'error5xx' });
     await publishBatchCreated(publishDepsOf(h), { batchId: 'hist-1', name: 'History class', subject: 'History' });
-    const row = await synced('hist-1');
-    const timeline = (await readTimeline(h.runtime.database.db, row.instituteId, 'hist-1'))!;
+    const row = await untilSynced(h, 'hist-1');
+    const timeline = (await readTimeline(h.runtime.database.db, { instituteId: row.instituteId, batchId: 'hist-1' }))!;
     const story = timeline.map((e) =>
       e.type === 'remote_call' ? `call ${e.operation} ${e.outcome}` : `${e.type} ${e.fromState ?? ''}→${e.toState ?? ''}`.trim(),
     );
@@ -69,7 +54,7 @@ describe('audit trail', () => {
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'lostResponse' });
     await publishBatchCreated(publishDepsOf(h), { batchId: 'hist-2', name: 'Ambiguous', subject: 'History' });
     const timeline = await waitFor(async () => {
-      const t = await readTimeline(h.runtime.database.db, h.config.classroom.instituteId, 'hist-2');
+      const t = await readTimeline(h.runtime.database.db, { instituteId: h.config.classroom.instituteId, batchId: 'hist-2' });
       return t?.some((e) => e.toState === 'needs_review') ? t : undefined;
     }, 'needs_review recorded');
     const last = timeline.at(-1)!;

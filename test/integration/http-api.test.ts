@@ -1,31 +1,29 @@
 // The batch API over real HTTP: auth, ingest (202/400/413/415), reads (200/404/400), pagination.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WorkerProcess } from '../../src/commands/worker.ts';
-import { TERMINAL_STATES, batchClasses } from '../../src/db/schema/index.ts';
-import { createHarness, type Harness, waitFor } from '../helpers/harness.ts';
-import { BEARER, TOKEN, basic, call, rowOf, startTestWorker } from './http-helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { batchClasses } from '../../src/db/schema/index.ts';
+import { rowOf, untilAllTerminal, untilSynced } from '../helpers/batches.ts';
+import { waitFor } from '../helpers/harness.ts';
+import { useHarness } from '../helpers/use-harness.ts';
+import { BEARER, TOKEN, basic, call, useTestWorker } from './http-helpers.ts';
 
-let h: Harness;
-let w: WorkerProcess;
-let url: string;
+const harness = useHarness();
+const { h } = harness;
+// Few connections: this file posts 1,000+ batches that sync in the background while other files run.
+const w = useTestWorker(harness, { SYNC_CONCURRENCY: '4' });
 
-beforeAll(async () => {
-  h = await createHarness();
-  // Few connections: this file posts 1,000+ batches that sync in the background while other files run.
-  w = await startTestWorker(h, { SYNC_CONCURRENCY: '4' });
-  url = w.url;
-});
-afterAll(async () => {
-  await w?.stop();
-  await h?.close();
-});
-
-const post = (json: unknown, headers: Record<string, string> = BEARER) => call(`${url}/v1/batches`, { method: 'POST', headers, json });
+const post = (json: unknown, headers: Record<string, string> = BEARER) => call(`${w.url}/v1/batches`, { method: 'POST', headers, json });
 
 describe('authentication', () => {
   it('refuses /v1 without a token, with a wrong one, with Basic, and with a token of another length (401)', async () => {
-    for (const headers of [{}, { authorization: `Bearer ${TOKEN}x` }, { authorization: `Bearer ${TOKEN.slice(0, -1)}X` }, basic('ops', TOKEN), { authorization: TOKEN }, { authorization: 'Bearer ' }]) {
-      const answer = await call(`${url}/v1/batches`, { headers });
+    for (const headers of [
+      {},
+      { authorization: `Bearer ${TOKEN}x` },
+      { authorization: `Bearer ${TOKEN.slice(0, -1)}X` },
+      basic('ops', TOKEN),
+      { authorization: TOKEN },
+      { authorization: 'Bearer ' },
+    ]) {
+      const answer = await call(`${w.url}/v1/batches`, { headers });
       expect(answer.status, JSON.stringify(headers)).toBe(401);
       expect(answer.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
       expect(answer.body.error).toBe('unauthorized');
@@ -36,7 +34,7 @@ describe('authentication', () => {
   });
 
   it('accepts the right token', async () => {
-    expect((await call(`${url}/v1/batches`, { headers: BEARER })).status).toBe(200);
+    expect((await call(`${w.url}/v1/batches`, { headers: BEARER })).status).toBe(200);
   });
 });
 
@@ -45,10 +43,8 @@ describe('POST /v1/batches', () => {
     const event = { batchId: 'api-1', name: 'API One', subject: 'Maths' };
     const first = await post(event);
     expect(first.status).toBe(202);
-    expect(first.body.batches).toEqual([
-      { batchId: 'api-1', instituteId: h.config.classroom.instituteId, state: 'pending', duplicate: false, queued: true },
-    ]);
-    await waitFor(async () => (await rowOf(h, 'api-1'))?.state === 'synced', 'api-1 synced');
+    expect(first.body.batches).toEqual([{ batchId: 'api-1', instituteId: h.config.classroom.instituteId, state: 'pending', duplicate: false, queued: true }]);
+    await untilSynced(h, 'api-1');
     const again = await post({ ...event, name: 'Changed name is ignored' });
     expect(again.status).toBe(202);
     expect(again.body.batches[0]).toMatchObject({ batchId: 'api-1', state: 'synced', duplicate: true, queued: false });
@@ -59,11 +55,11 @@ describe('POST /v1/batches', () => {
 
   it('GET of a batch the remote rejected shows it failed with its last error', async () => {
     // Runs before the large posts, while nothing else is in flight: the one-shot fault meets this batch.
-    await waitFor(async () => (await h.runtime.database.db.select().from(batchClasses)).every((r) => TERMINAL_STATES.includes(r.state)), 'earlier batches done');
+    await untilAllTerminal(h, 'all');
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'bodyRejected' });
     await post({ batchId: 'api-rejected', name: 'Rejected', subject: 'Maths' });
     await waitFor(async () => (await rowOf(h, 'api-rejected'))?.state === 'failed', 'api-rejected failed');
-    const answer = await call(`${url}/v1/batches/api-rejected`, { headers: BEARER });
+    const answer = await call(`${w.url}/v1/batches/api-rejected`, { headers: BEARER });
     expect(answer.body).toMatchObject({ state: 'failed', classId: null, joinLink: null, lastErrorKind: 'rejected' });
     expect(answer.body.lastError).toMatch(/addClass/);
   });
@@ -111,12 +107,12 @@ describe('POST /v1/batches', () => {
     expect(tooMany.body.problems[0].reason).toMatch(/at most 1000 events \(got 1001\)/);
     expect(await rowOf(h, 'many-0')).toBeUndefined();
 
-    const broken = await call(`${url}/v1/batches`, { method: 'POST', headers: { ...BEARER, 'content-type': 'application/json' }, body: '{"batchId":' });
+    const broken = await call(`${w.url}/v1/batches`, { method: 'POST', headers: { ...BEARER, 'content-type': 'application/json' }, body: '{"batchId":' });
     expect(broken.status).toBe(400);
     expect(broken.body.problems).toEqual([{ path: '(body)', reason: 'is not valid JSON' }]);
-    const empty = await call(`${url}/v1/batches`, { method: 'POST', headers: { ...BEARER, 'content-type': 'application/json' }, body: '' });
+    const empty = await call(`${w.url}/v1/batches`, { method: 'POST', headers: { ...BEARER, 'content-type': 'application/json' }, body: '' });
     expect(empty.status).toBe(400);
-    const text = await call(`${url}/v1/batches`, { method: 'POST', headers: { ...BEARER, 'content-type': 'text/plain' }, body: 'hello' });
+    const text = await call(`${w.url}/v1/batches`, { method: 'POST', headers: { ...BEARER, 'content-type': 'text/plain' }, body: 'hello' });
     expect(text.status).toBe(415);
   });
 
@@ -140,8 +136,8 @@ describe('POST /v1/batches', () => {
 
 describe('GET /v1/batches/:batchId', () => {
   it('returns the mapping with ClassID, join link, state, timestamps and last error', async () => {
-    await waitFor(async () => (await rowOf(h, 'api-1'))?.state === 'synced', 'api-1 synced');
-    const answer = await call(`${url}/v1/batches/api-1`, { headers: BEARER });
+    await untilSynced(h, 'api-1');
+    const answer = await call(`${w.url}/v1/batches/api-1`, { headers: BEARER });
     expect(answer.status).toBe(200);
     const row = (await rowOf(h, 'api-1'))!;
     expect(answer.body).toMatchObject({
@@ -155,19 +151,24 @@ describe('GET /v1/batches/:batchId', () => {
       syncedAt: row.syncedAt!.toISOString(),
     });
     expect(answer.body.joinLink).toMatch(/^https?:\/\//);
-    const withInstitute = await call(`${url}/v1/batches/api-1?instituteId=${h.config.classroom.instituteId}`, { headers: BEARER });
+    const withInstitute = await call(`${w.url}/v1/batches/api-1?instituteId=${h.config.classroom.instituteId}`, { headers: BEARER });
     expect(withInstitute.body.classId).toBe(row.classId);
   });
 
   it('404s for an unknown batch or another institute, 400 for a bad instituteId or parameter', async () => {
-    const unknown = await call(`${url}/v1/batches/does-not-exist`, { headers: BEARER });
+    const unknown = await call(`${w.url}/v1/batches/does-not-exist`, { headers: BEARER });
     expect(unknown.status).toBe(404);
     expect(unknown.body.error).toBe('not_found');
-    expect((await call(`${url}/v1/batches/api-1?instituteId=other-institute`, { headers: BEARER })).status).toBe(404);
-    const bad = await call(`${url}/v1/batches/api-1?instituteId=${encodeURIComponent('a/b')}`, { headers: BEARER });
+    const elsewhere = await call(`${w.url}/v1/batches/api-1?instituteId=other-institute`, { headers: BEARER });
+    expect(elsewhere.status).toBe(404);
+    const known = h.config.classroom.instituteId;
+    expect(elsewhere.body.message).toBe(
+      `batch api-1 of institute other-institute is not known; it is known under institute ${known}: ask with ?instituteId=${known}`,
+    );
+    const bad = await call(`${w.url}/v1/batches/api-1?instituteId=${encodeURIComponent('a/b')}`, { headers: BEARER });
     expect(bad.status).toBe(400);
     expect(bad.body.problems).toEqual([{ path: 'instituteId', reason: expect.any(String) }]);
-    const extra = await call(`${url}/v1/batches/api-1?verbose=1`, { headers: BEARER });
+    const extra = await call(`${w.url}/v1/batches/api-1?verbose=1`, { headers: BEARER });
     expect(extra.body.problems).toEqual([{ path: 'verbose', reason: 'is not a known parameter' }]);
   });
 });
@@ -179,7 +180,7 @@ describe('GET /v1/batches', () => {
     let pages = 0;
     do {
       const page: { status: number; body: { items: { batchId: string }[]; nextCursor: string | null } } = await call(
-        `${url}/v1/batches?limit=300${cursor ? `&cursor=${cursor}` : ''}`,
+        `${w.url}/v1/batches?limit=300${cursor ? `&cursor=${cursor}` : ''}`,
         { headers: BEARER },
       );
       expect(page.status).toBe(200);
@@ -195,10 +196,10 @@ describe('GET /v1/batches', () => {
   });
 
   it('filters by state and uses a default page size', async () => {
-    const failed = await call(`${url}/v1/batches?state=failed`, { headers: BEARER });
+    const failed = await call(`${w.url}/v1/batches?state=failed`, { headers: BEARER });
     expect(failed.body.items.map((i: { batchId: string }) => i.batchId)).toEqual(['api-rejected']);
     expect(failed.body.nextCursor).toBeNull();
-    const defaults = await call(`${url}/v1/batches`, { headers: BEARER });
+    const defaults = await call(`${w.url}/v1/batches`, { headers: BEARER });
     expect(defaults.body.items).toHaveLength(50);
     expect(defaults.body.nextCursor).toEqual(expect.any(String));
   });
@@ -215,9 +216,12 @@ describe('GET /v1/batches', () => {
       ['sort=desc', 'sort'],
     ];
     for (const [query, param] of cases) {
-      const answer = await call(`${url}/v1/batches?${query}`, { headers: BEARER });
+      const answer = await call(`${w.url}/v1/batches?${query}`, { headers: BEARER });
       expect(answer.status, query).toBe(400);
-      expect(answer.body.problems.map((p: { path: string }) => p.path), query).toEqual([param]);
+      expect(
+        answer.body.problems.map((p: { path: string }) => p.path),
+        query,
+      ).toEqual([param]);
     }
   });
 });

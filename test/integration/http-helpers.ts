@@ -1,11 +1,12 @@
 // Shared by the HTTP tests: a worker process (sync + HTTP server on a free port) over a harness's
 // database, queue prefix and sandbox, and small fetch helpers. Real HTTP over loopback throughout.
 import { randomBytes } from 'node:crypto';
-import { eq } from 'drizzle-orm';
+import { beforeAll } from 'vitest';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { type WorkerProcess, type WorkerProcessOptions, startWorker } from '../../src/commands/worker.ts';
-import { batchClasses } from '../../src/db/schema/index.ts';
 import type { Harness } from '../helpers/harness.ts';
+import { standIn } from '../helpers/stand-in.ts';
+import type { HarnessScope } from '../helpers/use-harness.ts';
 
 export const TOKEN = `tok-${randomBytes(16).toString('hex')}`;
 export const BEARER = { authorization: `Bearer ${TOKEN}` };
@@ -18,6 +19,17 @@ export function configFor(h: Harness, extra: Record<string, string> = {}): Confi
 
 export async function startTestWorker(h: Harness, extra: Record<string, string> = {}, options: WorkerProcessOptions = {}): Promise<WorkerProcess> {
   return startWorker(configFor(h, extra), options);
+}
+
+/** The file's worker process on `scope`'s harness: started in beforeAll, stopped at teardown. A stand-in. */
+export function useTestWorker(scope: HarnessScope, extra: Record<string, string> = {}, options: WorkerProcessOptions = {}): WorkerProcess {
+  let worker: WorkerProcess | undefined;
+  beforeAll(async () => {
+    const started = await startTestWorker(scope.h, extra, options);
+    worker = started;
+    scope.defer(() => started.stop());
+  });
+  return standIn('the worker process', () => worker);
 }
 
 export interface Answer<T = any> {
@@ -37,9 +49,4 @@ export async function call<T = any>(url: string, init: RequestInit & { json?: un
   let body: unknown = text;
   if (response.headers.get('content-type')?.includes('application/json')) body = JSON.parse(text);
   return { status: response.status, headers: response.headers, body: body as T, text };
-}
-
-export async function rowOf(h: Harness, batchId: string) {
-  const [row] = await h.runtime.database.db.select().from(batchClasses).where(eq(batchClasses.batchId, batchId));
-  return row;
 }

@@ -1,27 +1,19 @@
 // GET /v1/batches/:batchId/events over real HTTP: a batch's audit trail, behind the API token.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WorkerProcess } from '../../src/commands/worker.ts';
-import { createHarness, type Harness, waitFor } from '../helpers/harness.ts';
-import { BEARER, call, rowOf, startTestWorker } from './http-helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { rowOf, untilSynced } from '../helpers/batches.ts';
+import { useHarness } from '../helpers/use-harness.ts';
+import { BEARER, call, useTestWorker } from './http-helpers.ts';
 
-let h: Harness;
-let worker: WorkerProcess;
-
-beforeAll(async () => {
-  h = await createHarness();
-  worker = await startTestWorker(h);
-});
-afterAll(async () => {
-  await worker?.stop();
-  await h?.close();
-});
+const harness = useHarness();
+const { h } = harness;
+const worker = useTestWorker(harness);
 
 describe('GET /v1/batches/:batchId/events', () => {
   it('serves the timeline of a batch synced through a fault, and nothing without the token', async () => {
     h.sandbox.faults.enqueue({ operation: 'getClass', fault: 'truncatedBody' });
     const posted = await call(`${worker.url}/v1/batches`, { method: 'POST', headers: BEARER, json: { batchId: 'ev-1', name: 'Events', subject: 'Art' } });
     expect(posted.status).toBe(202);
-    await waitFor(async () => (await rowOf(h, 'ev-1'))?.state === 'synced', 'ev-1 synced');
+    await untilSynced(h, 'ev-1');
 
     const answer = await call(`${worker.url}/v1/batches/ev-1/events`, { headers: BEARER });
     expect(answer.status).toBe(200);

@@ -1,30 +1,22 @@
 // Probes, metrics, dashboard sign-in and the no-token mode, over real HTTP.
-import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type WorkerProcess, startWorker } from '../../src/commands/worker.ts';
+import { describe, expect, it } from 'vitest';
+import { startWorker } from '../../src/commands/worker.ts';
 import { createHttpServer } from '../../src/http/server.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createRuntime } from '../../src/runtime.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
-import { createHarness, dropQueueKeys, type Harness, waitFor } from '../helpers/harness.ts';
-import { BEARER, TOKEN, basic, call, configFor, rowOf, startTestWorker } from './http-helpers.ts';
+import { rowOf, untilAllSynced } from '../helpers/batches.ts';
+import { dropQueueKeys, waitFor } from '../helpers/harness.ts';
+import { useHarness } from '../helpers/use-harness.ts';
+import { BEARER, TOKEN, basic, call, configFor, startTestWorker, useTestWorker } from './http-helpers.ts';
+import { promtool as runPromtool } from '../helpers/promql.ts';
 
-let h: Harness;
-let w: WorkerProcess;
-let url: string;
+const harness = useHarness();
+const { h } = harness;
+const w = useTestWorker(harness);
 
-beforeAll(async () => {
-  h = await createHarness();
-  w = await startTestWorker(h);
-  url = w.url;
-});
-afterAll(async () => {
-  await w?.stop();
-  await h?.close();
-});
-
-const post = (json: unknown) => call(`${url}/v1/batches`, { method: 'POST', headers: BEARER, json });
+const post = (json: unknown) => call(`${w.url}/v1/batches`, { method: 'POST', headers: BEARER, json });
 
 /** `name{labels} value` lines of a Prometheus text exposition. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -38,14 +30,15 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   return undefined;
 }
 
+/** `promtool check metrics`; fails with one line naming the fix when promtool is not installed. */
 function promtool(text: string) {
-  return spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+  return runPromtool(['check', 'metrics'], { input: text });
 }
 
 describe('probes', () => {
   it('/healthz and /readyz answer 200 without credentials', async () => {
-    expect(await call(`${url}/healthz`)).toMatchObject({ status: 200, body: { status: 'ok' } });
-    expect(await call(`${url}/readyz`)).toMatchObject({ status: 200, body: { status: 'ready', checks: { redis: 'ok', postgres: 'ok' } } });
+    expect(await call(`${w.url}/healthz`)).toMatchObject({ status: 200, body: { status: 'ok' } });
+    expect(await call(`${w.url}/readyz`)).toMatchObject({ status: 200, body: { status: 'ready', checks: { redis: 'ok', postgres: 'ok' } } });
   });
 
   it('/readyz answers 503 naming Redis when Redis does not answer, and Postgres when it does not', async () => {
@@ -81,14 +74,17 @@ describe('/metrics', () => {
     await waitFor(async () => (await rowOf(h, 'm-rejected'))?.state === 'failed', 'm-rejected failed');
     const events = Array.from({ length: 6 }, (_, i) => ({ batchId: `m-${i}`, name: `Metrics ${i}`, subject: 'Maths' }));
     await post(events);
-    await waitFor(async () => (await Promise.all(events.map((e) => rowOf(h, e.batchId)))).every((r) => r?.state === 'synced'), 'metrics batches synced');
+    await untilAllSynced(
+      h,
+      events.map((e) => e.batchId),
+    );
 
-    const answer = await call(`${url}/metrics`);
+    const answer = await call(`${w.url}/metrics`);
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = answer.text;
     const check = promtool(text);
-    expect(check.status, `${check.stdout}\n${check.stderr}`).toBe(0);
+    expect(check.status, check.output).toBe(0);
 
     expect(sample(text, 'classroom_sync_batches', { state: 'synced' })).toBe(6);
     expect(sample(text, 'classroom_sync_batches', { state: 'failed' })).toBe(1);
@@ -98,38 +94,56 @@ describe('/metrics', () => {
     expect(sample(text, 'classroom_sync_transitions_total', { from: 'pending', to: 'failed' })).toBe(1);
     expect(sample(text, 'classroom_sync_jobs_total', { result: 'completed' })).toBe(6);
     expect(sample(text, 'classroom_sync_jobs_total', { result: 'failed' })).toBe(1);
-    expect(sample(text, 'classroom_sync_remote_calls_total', { operation: 'addClass', outcome: 'ok' })).toBe(6);
-    expect(sample(text, 'classroom_sync_remote_calls_total', { operation: 'addClass', outcome: 'rejected' })).toBe(1);
-    expect(sample(text, 'classroom_sync_remote_calls_total', { operation: 'getClass', outcome: 'ok' })).toBe(6);
-    expect(sample(text, 'classroom_sync_remote_call_duration_seconds_count', { operation: 'editClass', outcome: 'ok' })).toBe(6);
+    expect(sample(text, 'classroom_sync_remote_calls_total', { account: 'default', operation: 'addClass', outcome: 'ok' })).toBe(6);
+    expect(sample(text, 'classroom_sync_remote_calls_total', { account: 'default', operation: 'addClass', outcome: 'rejected' })).toBe(1);
+    expect(sample(text, 'classroom_sync_remote_calls_total', { account: 'default', operation: 'getClass', outcome: 'ok' })).toBe(6);
+    expect(sample(text, 'classroom_sync_remote_call_duration_seconds_count', { account: 'default', operation: 'editClass', outcome: 'ok' })).toBe(6);
     expect(sample(text, 'classroom_sync_queue_jobs', { queue: 'batch-sync', state: 'completed' })).toBe(6);
     expect(sample(text, 'classroom_sync_queue_jobs', { queue: 'batch-sync', state: 'failed' })).toBe(1);
     expect(sample(text, 'classroom_sync_queue_jobs', { queue: 'reconcile', state: 'failed' })).toBe(0);
-    expect(sample(text, 'classroom_sync_rate_limit_wait_seconds_count')).toEqual(expect.any(Number));
+    expect(sample(text, 'classroom_sync_rate_limit_wait_seconds_count', { account: 'default' })).toEqual(expect.any(Number));
     expect(text).toMatch(/^process_cpu_user_seconds_total /m);
   });
 
-  it('counts rate-limit waits reported by the runtime\'s limiter', async () => {
+  it("counts rate-limit waits reported by the runtime's limiter", async () => {
     const metrics = createMetrics({ defaultMetrics: false });
     const config = configFor(h, { CLASSROOM_RATE_LIMIT_PER_MINUTE: '600', QUEUE_PREFIX: `${h.config.queuePrefix}-rl` });
     const runtime = createRuntime(config, { ...metrics.runtimeOptions, logger: createLogger({ level: 'silent' }) });
     try {
       // 600 a minute is one slot per 100 ms: the second and third calls must wait for theirs.
-      await Promise.all([runtime.limiter.acquire(), runtime.limiter.acquire(), runtime.limiter.acquire()]);
+      await Promise.all([runtime.remotes.default.limiter.acquire(), runtime.remotes.default.limiter.acquire(), runtime.remotes.default.limiter.acquire()]);
       const text = await metrics.registry.metrics();
-      expect(sample(text, 'classroom_sync_rate_limit_wait_seconds_count')).toBe(2);
-      expect(sample(text, 'classroom_sync_rate_limit_wait_seconds_sum')).toBeGreaterThan(0.2);
+      expect(sample(text, 'classroom_sync_rate_limit_wait_seconds_count', { account: 'default' })).toBe(2);
+      expect(sample(text, 'classroom_sync_rate_limit_wait_seconds_sum', { account: 'default' })).toBeGreaterThan(0.2);
     } finally {
       await runtime.close();
       await dropQueueKeys(config.queuePrefix);
     }
   });
 
+  it('exports no reconciliation timestamps or duration before a pass has finished, and no success time before a success', async () => {
+    const metrics = createMetrics({ defaultMetrics: false });
+    const names = [
+      'classroom_sync_reconcile_last_success_timestamp_seconds',
+      'classroom_sync_reconcile_last_run_timestamp_seconds',
+      'classroom_sync_reconcile_duration_seconds',
+    ];
+    const fresh = await metrics.registry.metrics();
+    for (const name of names) expect(sample(fresh, name), name).toBeUndefined();
+    expect(promtool(fresh).status).toBe(0);
+
+    metrics.recordReconciliation({ counts: {}, finishedAt: new Date('2026-01-02T03:04:05Z'), ok: false, durationMs: 200 });
+    const afterFailure = await metrics.registry.metrics();
+    expect(sample(afterFailure, 'classroom_sync_reconcile_last_success_timestamp_seconds')).toBeUndefined();
+    expect(sample(afterFailure, 'classroom_sync_reconcile_last_run_timestamp_seconds')).toBe(Date.parse('2026-01-02T03:04:05Z') / 1000);
+    expect(sample(afterFailure, 'classroom_sync_reconcile_duration_seconds')).toBe(0.2);
+  });
+
   it('reports reconciliation runs recorded through recordReconciliation', async () => {
     const finishedAt = new Date('2026-01-02T03:04:05Z');
     w.metrics.recordReconciliation({ counts: { in_sync: 40, drift: 2, orphan: 1 }, finishedAt, ok: true, durationMs: 1_500 });
     w.metrics.recordReconciliation({ counts: { in_sync: 0 }, finishedAt: new Date('2026-01-02T03:19:05Z'), ok: false });
-    const text = (await call(`${url}/metrics`)).text;
+    const text = (await call(`${w.url}/metrics`)).text;
     expect(promtool(text).status).toBe(0);
     expect(sample(text, 'classroom_sync_reconcile_items', { category: 'drift' })).toBe(2);
     expect(sample(text, 'classroom_sync_reconcile_items', { category: 'in_sync' })).toBe(40);
@@ -157,23 +171,23 @@ describe('/metrics', () => {
 
 describe('dashboard sign-in', () => {
   it('challenges a browser with Basic, and accepts Basic (any user) or Bearer with the token', async () => {
-    const anonymous = await call(`${url}/admin/queues`);
+    const anonymous = await call(`${w.url}/admin/queues`);
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get('www-authenticate')).toMatch(/^Basic realm="classroom-sync"/);
-    expect((await call(`${url}/admin/queues`, { headers: basic('ops', 'not-the-token') })).status).toBe(401);
-    expect((await call(`${url}/admin/queues/api/queues`, { headers: { authorization: 'Bearer nope' } })).status).toBe(401);
+    expect((await call(`${w.url}/admin/queues`, { headers: basic('ops', 'not-the-token') })).status).toBe(401);
+    expect((await call(`${w.url}/admin/queues/api/queues`, { headers: { authorization: 'Bearer nope' } })).status).toBe(401);
 
-    const page = await call(`${url}/admin/queues`, { headers: basic('anyone', TOKEN) });
+    const page = await call(`${w.url}/admin/queues`, { headers: basic('anyone', TOKEN) });
     expect(page.status).toBe(200);
     expect(page.text).toContain('<title>classroom-sync</title>');
-    const queues = await call(`${url}/admin/queues/api/queues`, { headers: BEARER });
+    const queues = await call(`${w.url}/admin/queues/api/queues`, { headers: BEARER });
     expect(queues.status).toBe(200);
-    expect(queues.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(['batch-sync', 'reconcile']);
+    expect(queues.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(['batch-sync', 'batch-sync-background', 'reconcile']);
   });
 
-  it('refuses a cross-site change made with a browser\'s Basic credentials', async () => {
+  it("refuses a cross-site change made with a browser's Basic credentials", async () => {
     const jobId = jobIdFor({ instituteId: h.config.classroom.instituteId, batchId: 'm-rejected' });
-    const crossSite = await call(`${url}/admin/queues/api/queues/batch-sync/${jobId}/retry`, {
+    const crossSite = await call(`${w.url}/admin/queues/api/queues/batch-sync/${jobId}/retry`, {
       method: 'PUT',
       headers: { ...basic('ops', TOKEN), origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
     });
@@ -181,25 +195,62 @@ describe('dashboard sign-in', () => {
     expect((await rowOf(h, 'm-rejected'))?.state).toBe('failed');
   });
 
+  it('gives a Basic sign-in a session cookie (not the token) that alone signs in, and refuses a forged or cross-site one', async () => {
+    const page = await call(`${w.url}/admin/queues`, { headers: basic('anyone', TOKEN) });
+    const setCookie = page.headers.get('set-cookie') ?? '';
+    expect(setCookie).toMatch(/^classroom_sync_dashboard=\d+\.[\w-]{43}; Path=\/admin\/queues; Max-Age=43200; HttpOnly; SameSite=Strict$/);
+    expect(setCookie).not.toContain(TOKEN);
+    const cookie = setCookie.split(';')[0]!;
+    expect((await call(`${w.url}/admin/queues/api/queues`, { headers: { cookie } })).status).toBe(200);
+    // Scripts with a Bearer token get no cookie; a request already holding a good one gets no new one.
+    expect((await call(`${w.url}/admin/queues`, { headers: BEARER })).headers.get('set-cookie')).toBeNull();
+    expect((await call(`${w.url}/admin/queues`, { headers: { ...basic('anyone', TOKEN), cookie } })).headers.get('set-cookie')).toBeNull();
+
+    const [expires] = cookie.split('=')[1]!.split('.');
+    for (const forged of [`${expires}.${'A'.repeat(43)}`, `9999999999.${cookie.split('.')[1]}`, 'x']) {
+      expect((await call(`${w.url}/admin/queues/api/queues`, { headers: { cookie: `classroom_sync_dashboard=${forged}` } })).status, forged).toBe(401);
+    }
+    const jobId = jobIdFor({ instituteId: h.config.classroom.instituteId, batchId: 'm-rejected' });
+    const crossSite = await call(`${w.url}/admin/queues/api/queues/batch-sync/${jobId}/retry`, {
+      method: 'PUT',
+      headers: { cookie, origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
+    });
+    expect(crossSite.status).toBe(403);
+  });
+
+  it('serves a page that loads nothing from the internet, under a policy that forbids it', async () => {
+    const page = await call(`${w.url}/admin/queues`, { headers: basic('anyone', TOKEN) });
+    expect(page.text).not.toMatch(/(src|href)="(https?:)?\/\//);
+    expect(page.text).toContain('<script src="/admin/queues/drop-url-credentials.js"></script>');
+    expect(page.headers.get('content-security-policy')).toMatch(/^default-src 'self'; script-src 'self';/);
+    const script = await call(`${w.url}/admin/queues/drop-url-credentials.js`, { headers: basic('anyone', TOKEN) });
+    expect([script.status, script.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8']);
+  });
+
   it('a dashboard retry of a failed sync job puts the batch back, and it syncs', async () => {
     const jobId = jobIdFor({ instituteId: h.config.classroom.instituteId, batchId: 'm-rejected' });
     expect(await w.runtime.queue.getJobState(jobId)).toBe('failed');
-    const retry = await call(`${url}/admin/queues/api/queues/batch-sync/${jobId}/retry`, { method: 'PUT', headers: BEARER });
+    const retry = await call(`${w.url}/admin/queues/api/queues/batch-sync/${jobId}/retry`, { method: 'PUT', headers: BEARER });
     expect(retry.status).toBe(204);
     await waitFor(async () => (await rowOf(h, 'm-rejected'))?.state === 'synced', 'm-rejected synced after the dashboard retry');
-    await waitFor(async () => (await w.runtime.queue.getJobState(jobId)) === 'completed', 'retried job completed');
+    // Put back by an operator: its job ran in the operator lane, in the background queue.
+    await waitFor(async () => (await w.runtime.queue.background.getJobState(jobId)) === 'completed', 'retried job completed');
+    expect(await w.runtime.queue.getJobState(jobId)).toBe('unknown');
   });
 });
 
 describe('dashboard retry-all', () => {
   it('puts every failed sync batch back, and they sync', async () => {
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'bodyRejected', count: 2 });
-    await post([{ batchId: 'ra-1', name: 'Retry all 1', subject: 'Art' }, { batchId: 'ra-2', name: 'Retry all 2', subject: 'Art' }]);
+    await post([
+      { batchId: 'ra-1', name: 'Retry all 1', subject: 'Art' },
+      { batchId: 'ra-2', name: 'Retry all 2', subject: 'Art' },
+    ]);
     await waitFor(async () => (await rowOf(h, 'ra-1'))?.state === 'failed' && (await rowOf(h, 'ra-2'))?.state === 'failed', 'ra-* failed');
-    const answer = await call(`${url}/admin/queues/api/queues/batch-sync/retry/failed`, { method: 'PUT', headers: BEARER });
+    const answer = await call(`${w.url}/admin/queues/api/queues/batch-sync/retry/failed`, { method: 'PUT', headers: BEARER });
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ retried: 2, skipped: 0 });
-    await waitFor(async () => (await rowOf(h, 'ra-1'))?.state === 'synced' && (await rowOf(h, 'ra-2'))?.state === 'synced', 'ra-* synced');
+    await untilAllSynced(h, ['ra-1', 'ra-2']);
     expect(await w.runtime.queue.getJobCounts('failed')).toEqual({ failed: 0 });
   });
 });
@@ -227,7 +278,7 @@ describe('without API_TOKEN', () => {
   });
 
   it('a second worker on a taken PORT fails to start with a clear message', async () => {
-    const port = new URL(url).port;
+    const port = new URL(w.url).port;
     await expect(startWorker(configFor(h, { PORT: port }))).rejects.toThrow(`PORT ${port} is already in use`);
   });
 });

@@ -1,22 +1,14 @@
 // `classroom-sync worker` as a real process: two of them side by side with PORT=0, then SIGTERM:
 // intake stops at once, active jobs finish, the process exits 0, and nothing accepted is lost.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchClasses } from '../../src/db/schema/index.ts';
+import { describe, expect, it } from 'vitest';
+import { rowsOf, untilAllSynced } from '../helpers/batches.ts';
 import { type RunningCli, killAllChildren, startCli } from '../helpers/cli.ts';
-import { createHarness, type Harness, waitFor } from '../helpers/harness.ts';
+import { waitFor } from '../helpers/harness.ts';
+import { useHarness } from '../helpers/use-harness.ts';
 import { BEARER, TOKEN, call } from './http-helpers.ts';
 
-let h: Harness;
-
-beforeAll(async () => {
-  h = await createHarness();
-});
-afterAll(async () => {
-  killAllChildren();
-  await h?.close();
-});
-
-const rows = () => h.runtime.database.db.select().from(batchClasses);
+const { h, defer } = useHarness();
+defer(killAllChildren);
 
 function startWorkerCli(...flags: string[]): RunningCli {
   return startCli(['worker', ...flags], {
@@ -52,14 +44,22 @@ describe('worker process', () => {
     h.sandbox.faults.set({ latencyMs: 400 });
     const events = Array.from({ length: 12 }, (_, i) => ({ batchId: `sd-${i}`, name: `Shutdown ${i}`, subject: 'Maths' }));
     expect((await call(`${urlA}/v1/batches`, { method: 'POST', headers: BEARER, json: events })).status).toBe(202);
-    await waitFor(async () => (await rows()).some((r) => r.state === 'creating'), 'a job mid-flight');
+    await waitFor(async () => (await rowsOf(h)).some((r) => r.state === 'creating'), 'a job mid-flight');
 
     a.signal('SIGTERM');
     b.signal('SIGTERM');
-    const active = new Set((await rows()).filter((r) => r.leaseOwner !== null).map((r) => r.batchId));
+    const active = new Set((await rowsOf(h)).filter((r) => r.leaseOwner !== null).map((r) => r.batchId));
     expect(active.size).toBeGreaterThan(0);
     // Intake stops: new connections are refused while the active jobs are still finishing.
-    await waitFor(async () => (await fetch(`${urlA}/healthz`).then(() => false, () => true)), 'port A closed', 5_000);
+    await waitFor(
+      async () =>
+        await fetch(`${urlA}/healthz`).then(
+          () => false,
+          () => true,
+        ),
+      'port A closed',
+      5_000,
+    );
 
     const [resultA, resultB] = await Promise.all([a.result, b.result]);
     expect(resultA.code, resultA.stderr).toBe(0);
@@ -67,7 +67,7 @@ describe('worker process', () => {
     expect(resultA.stdout).toMatch(/"msg":"worker stopped"/);
 
     // Every job that was running finished its batch; the rest wait untouched, none half-done.
-    const after = await rows();
+    const after = await rowsOf(h);
     for (const row of after) {
       if (active.has(row.batchId)) expect(row.state, row.batchId).toBe('synced');
       else expect(['pending', 'synced'], row.batchId).toContain(row.state);
@@ -81,7 +81,7 @@ describe('worker process', () => {
     const urlC = await urlOf(c);
     expect((await call(`${urlC}/metrics`)).status).toBe(401);
     expect((await call(`${urlC}/metrics`, { headers: BEARER })).status).toBe(200);
-    await waitFor(async () => (await rows()).every((r) => r.state === 'synced'), 'all synced after restart', 60_000);
+    await untilAllSynced(h, 'all', 60_000);
     for (const e of events) expect(h.sandbox.state().byName[e.name], e.name).toBe(1);
     c.signal('SIGTERM');
     expect((await c.result).code).toBe(0);

@@ -3,29 +3,19 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ImportFileError, importFile } from '../../src/commands/import.ts';
-import { batchClasses } from '../../src/db/schema/index.ts';
-import { createSyncWorker, type SyncWorker } from '../../src/sync/worker.ts';
-import { createHarness, type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { rowOf, untilAllSynced, untilSynced } from '../helpers/batches.ts';
+import { publishDepsOf } from '../helpers/harness.ts';
 import { killAllChildren, runCli, scratchDir } from '../helpers/cli.ts';
+import { useHarnessWithWorker } from '../helpers/use-harness.ts';
 
-let h: Harness;
-let worker: SyncWorker;
+const { h, defer } = useHarnessWithWorker();
+defer(killAllChildren);
 let dir: string;
-beforeAll(async () => {
-  h = await createHarness();
-  worker = createSyncWorker(h.runtime, { autoSweep: false });
+beforeAll(() => {
   dir = scratchDir();
 });
-afterAll(async () => {
-  killAllChildren();
-  await worker?.close(5_000);
-  await h?.close();
-});
-
-const rowOf = async (batchId: string) => (await h.runtime.database.db.select().from(batchClasses).where(eq(batchClasses.batchId, batchId)))[0];
 const file = (name: string, text: string) => {
   const path = join(dir, name);
   writeFileSync(path, text);
@@ -57,15 +47,20 @@ describe('import: CSV', () => {
       'line 6: (row) has 7 fields but the header has 6',
     ]);
 
-    const first = await rowOf('csv-1');
-    expect(first?.event).toMatchObject({ batchId: 'csv-1', name: 'Algebra I', instituteId: h.config.classroom.instituteId, extra: { classType: 'LIVE', description: 'Mornings' } });
-    expect((await rowOf('csv-2'))?.event).toMatchObject({ name: 'Physics, advanced', extra: {} });
-    expect((await rowOf('csv-6'))?.className).toBe('History "modern"');
-    expect(await rowOf('csv-3')).toBeUndefined();
+    const first = await rowOf(h, 'csv-1');
+    expect(first?.event).toMatchObject({
+      batchId: 'csv-1',
+      name: 'Algebra I',
+      instituteId: h.config.classroom.instituteId,
+      extra: { classType: 'LIVE', description: 'Mornings' },
+    });
+    expect((await rowOf(h, 'csv-2'))?.event).toMatchObject({ name: 'Physics, advanced', extra: {} });
+    expect((await rowOf(h, 'csv-6'))?.className).toBe('History "modern"');
+    expect(await rowOf(h, 'csv-3')).toBeUndefined();
 
     // Back-filled batches sync like any other: exactly one class each, extra fields sent along.
-    await waitFor(async () => (await rowOf('csv-7'))?.state === 'synced' && (await rowOf('csv-1'))?.state === 'synced', 'imported rows synced');
-    const synced = await rowOf('csv-1');
+    await untilAllSynced(h, ['csv-7', 'csv-1']);
+    const synced = await rowOf(h, 'csv-1');
     const remote = h.sandbox.state().classes!.find((c) => c.id === synced!.classId);
     expect(remote).toMatchObject({ name: 'Algebra I', subject: 'Maths', classType: 'LIVE' });
     expect(h.sandbox.state().byName['Algebra I']).toBe(1);
@@ -87,20 +82,16 @@ describe('import: CSV', () => {
     const result = await runCli(['import', file('noheader.csv', 'batch,name,subject\nx-1,X,Y\n')], { env: h.env });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('cannot import: the header row (line 1) has missing column(s) batchId');
-    expect(await rowOf('x-1')).toBeUndefined();
+    expect(await rowOf(h, 'x-1')).toBeUndefined();
   });
 
   it('stops at broken quoting instead of guessing row boundaries, keeping the rows before it', async () => {
-    const report = await importFile(
-      publishDepsOf(h),
-      Readable.from(['batchId,name,subject\nq-1,Fine,Art\nq-2,"bad"quote,Art\nq-3,Never read,Art\n']),
-      'csv',
-    );
+    const report = await importFile(publishDepsOf(h), Readable.from(['batchId,name,subject\nq-1,Fine,Art\nq-2,"bad"quote,Art\nq-3,Never read,Art\n']), 'csv');
     expect(report.accepted).toBe(1);
     expect(report.rejected).toHaveLength(1);
     expect(report.rejected[0]).toMatchObject({ line: 3, problems: [{ field: '(file)' }] });
     expect(report.rejected[0]!.problems[0]!.reason).toMatch(/^is not valid CSV here \(Invalid Closing Quote.*\); no row after it was imported/);
-    expect(await rowOf('q-3')).toBeUndefined();
+    expect(await rowOf(h, 'q-3')).toBeUndefined();
   });
 
   it('an empty file is an error, not a silent success', async () => {
@@ -124,7 +115,7 @@ describe('import: NDJSON', () => {
     const errors = result.stderr.trim().split('\n');
     expect(errors[0]).toMatch(/^line 2: \(line\) is not valid JSON/);
     expect(errors[1]).toBe('line 3: name is required');
-    await waitFor(async () => (await rowOf('nd-3'))?.state === 'synced', 'nd-3 synced');
+    await untilSynced(h, 'nd-3');
   });
 
   it('takes the format from --format when the name does not tell', async () => {
@@ -134,6 +125,6 @@ describe('import: NDJSON', () => {
     expect(refused.stderr).toContain('cannot tell the format of');
     const result = await runCli(['import', path, '--format', 'ndjson'], { env: h.env });
     expect(result.code, result.stderr).toBe(0);
-    expect((await rowOf('nd-9'))?.state).toBeDefined();
+    expect((await rowOf(h, 'nd-9'))?.state).toBeDefined();
   });
 });

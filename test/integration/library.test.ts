@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   BATCH_STATES,
   ConfigError,
@@ -14,32 +14,27 @@ import {
   createSyncWorker,
   loadConfig,
   type ClassroomSync,
-  type SyncWorker,
-  type Runtime,
 } from '../../src/index.ts';
 import { createLogger } from '../../src/logger.ts';
-import { createHarness, type Harness, waitFor } from '../helpers/harness.ts';
+import { waitFor } from '../helpers/harness.ts';
 import { ROOT, killAllChildren, scratchDir } from '../helpers/cli.ts';
+import { useHarness } from '../helpers/use-harness.ts';
 
-let h: Harness;
+const harness = useHarness();
+const { h } = harness;
+harness.defer(killAllChildren);
 let sync: ClassroomSync;
-let workerRuntime: Runtime;
-let worker: SyncWorker;
 
-beforeAll(async () => {
-  h = await createHarness();
+beforeAll(() => {
   const config = loadConfig(h.env);
-  sync = createClassroomSync(config, { logger: createLogger({ level: 'silent' }) });
+  const library = createClassroomSync(config, { logger: createLogger({ level: 'silent' }) });
+  sync = library;
+  harness.defer(() => library.close());
   // The worker the integrator would run as `classroom-sync worker`, here in-process from the same exports.
-  workerRuntime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
-  worker = createSyncWorker(workerRuntime, { autoSweep: false });
-});
-afterAll(async () => {
-  killAllChildren();
-  await worker?.close(5_000);
-  await workerRuntime?.close();
-  await sync?.close();
-  await h?.close();
+  const workerRuntime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
+  harness.defer(() => workerRuntime.close());
+  const worker = createSyncWorker(workerRuntime, { autoSweep: false });
+  harness.defer(() => worker.close(5_000));
 });
 
 describe('library: createClassroomSync', () => {
@@ -57,7 +52,11 @@ describe('library: createClassroomSync', () => {
     expect(mapping.syncedAt).toBeInstanceOf(Date);
 
     // Publishing again is harmless and says so.
-    expect(await sync.publishBatchCreated({ batchId: 'lib-1', name: 'Library Batch', subject: 'Maths' })).toMatchObject({ duplicate: true, state: 'synced', queued: false });
+    expect(await sync.publishBatchCreated({ batchId: 'lib-1', name: 'Library Batch', subject: 'Maths' })).toMatchObject({
+      duplicate: true,
+      state: 'synced',
+      queued: false,
+    });
     expect(h.sandbox.state().byName['Library Batch']).toBe(1);
   });
 
@@ -72,7 +71,14 @@ describe('library: createClassroomSync', () => {
     const events = Array.from({ length: 7 }, (_, i) => ({ batchId: `lib-many-${i}`, name: `Many ${i}`, subject: 'Art' }));
     const outcomes = await sync.publishBatches([...events, { name: 'no id' }]);
     expect(outcomes.filter((o) => o.ok)).toHaveLength(7);
-    expect(outcomes[7]).toMatchObject({ ok: false, index: 7, problems: [{ field: 'batchId', reason: 'is required' }, { field: 'subject', reason: 'is required' }] });
+    expect(outcomes[7]).toMatchObject({
+      ok: false,
+      index: 7,
+      problems: [
+        { field: 'batchId', reason: 'is required' },
+        { field: 'subject', reason: 'is required' },
+      ],
+    });
 
     await waitFor(async () => (await sync.countByState()).synced === 8, '8 synced');
     const seen: string[] = [];
@@ -116,11 +122,11 @@ describe('library: createClassroomSync', () => {
   });
 });
 
-describe('README: Using it from Node.js', () => {
+describe('docs/library.md: Using it from Node.js', () => {
   it('the example runs as written (against this test database and queue), and its batch syncs', async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Using it from Node.js'));
-    const example = /```ts\n([^]*?)```/.exec(section)?.[1];
+    const page = readFileSync(join(ROOT, 'docs/library.md'), 'utf8');
+    expect(page).toMatch(/^# Using it from Node\.js$/m);
+    const example = /```ts\n([\s\S]*?)```/.exec(page)?.[1];
     expect(example).toContain("from 'classroom-sync'");
     // The package name resolves to src/index.ts, exactly as package.json `exports` says.
     const file = join(scratchDir(), 'example.mts'); // .mts: an ES module (top-level await) outside any package
@@ -134,7 +140,7 @@ describe('README: Using it from Node.js', () => {
     const mapping = await waitFor(async () => {
       const view = await sync.getBatch('B-1001');
       return view?.state === 'synced' ? view : undefined;
-    }, 'B-1001 from the README example synced');
+    }, 'B-1001 from the docs/library.md example synced');
     expect(mapping.classId).toMatch(/^[0-9a-f]{24}$/);
   });
 });

@@ -3,36 +3,29 @@
 // credential and no full join link is in any of it, and that transitions carry batchId/jobId/classId.
 import { type AddressInfo, createServer } from 'node:net';
 import ky from 'ky';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { WorkerProcess } from '../../src/commands/worker.ts';
-import { batchClasses, TERMINAL_STATES } from '../../src/db/schema/index.ts';
+import { TERMINAL_STATES } from '../../src/db/schema/index.ts';
 import { createLogger } from '../../src/logger.ts';
-import { createHarness, dropQueueKeys, type Harness, waitFor } from '../helpers/harness.ts';
+import { rowsOf } from '../helpers/batches.ts';
+import { dropQueueKeys, waitFor } from '../helpers/harness.ts';
+import { useHarness } from '../helpers/use-harness.ts';
 import { BEARER, TOKEN, basic, call, startTestWorker } from './http-helpers.ts';
 
 const WRONG_KEY = 'WrongKeyWrongKeyWrongKey01234567';
 const WRONG_X_KEY = 'wrong-x-api-key-value-7f3a';
 const WRONG_BEARER = 'not-the-token-but-long-enough-1234';
 
-let h: Harness;
+const { h, defer } = useHarness();
 const chunks: string[] = [];
 const logger = createLogger({ level: 'trace', destination: { write: (line: string) => void chunks.push(line) } });
-const workers: WorkerProcess[] = [];
-const prefixes: string[] = [];
 
-beforeAll(async () => {
-  h = await createHarness();
-});
-afterAll(async () => {
-  for (const w of workers) await w.stop();
-  for (const p of prefixes) await dropQueueKeys(p);
-  await h?.close();
-});
-
+/** A worker process on the harness, stopped at teardown (and its own queue prefix's keys dropped). */
 async function worker(extra: Record<string, string> = {}): Promise<WorkerProcess> {
-  if (extra.QUEUE_PREFIX) prefixes.push(extra.QUEUE_PREFIX);
+  const prefix = extra.QUEUE_PREFIX;
+  if (prefix) defer(() => dropQueueKeys(prefix));
   const w = await startTestWorker(h, extra, { logger });
-  workers.push(w);
+  defer(() => w.stop());
   return w;
 }
 
@@ -45,7 +38,6 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const rows = () => h.runtime.database.db.select().from(batchClasses);
 const post = (url: string, json: unknown, headers: Record<string, string> = BEARER) => call(`${url}/v1/batches`, { method: 'POST', headers, json });
 
 describe('logs', () => {
@@ -59,11 +51,21 @@ describe('logs', () => {
     const events = Array.from({ length: 8 }, (_, i) => ({ batchId: `log-${i}`, name: `Logged ${i}`, subject: 'Maths' }));
     expect((await post(good.url, events)).status).toBe(202);
 
-    // Wrong remote credentials: the remote answers 401, the batch fails as rejected.
-    const wrong = await worker({ CLASSROOM_API_KEY: WRONG_KEY, CLASSROOM_X_API_KEY: WRONG_X_KEY, QUEUE_PREFIX: `${h.config.queuePrefix}-wrong`, SYNC_CONCURRENCY: '2' });
+    // Wrong remote credentials: the remote answers 401, the worker's breaker opens and the batch waits.
+    const wrong = await worker({
+      CLASSROOM_API_KEY: WRONG_KEY,
+      CLASSROOM_X_API_KEY: WRONG_X_KEY,
+      QUEUE_PREFIX: `${h.config.queuePrefix}-wrong`,
+      SYNC_CONCURRENCY: '2',
+    });
     expect((await post(wrong.url, { batchId: 'log-wrong-creds', name: 'Wrong creds', subject: 'Maths' })).status).toBe(202);
     // An unreachable remote: connection refused, surfaced through the HTTP client's own error as `cause`.
-    const down = await worker({ CLASSROOM_BASE_URL: `http://127.0.0.1:${await closedPort()}`, SYNC_ATTEMPTS: '2', QUEUE_PREFIX: `${h.config.queuePrefix}-down`, SYNC_CONCURRENCY: '2' });
+    const down = await worker({
+      CLASSROOM_BASE_URL: `http://127.0.0.1:${await closedPort()}`,
+      SYNC_ATTEMPTS: '2',
+      QUEUE_PREFIX: `${h.config.queuePrefix}-down`,
+      SYNC_CONCURRENCY: '2',
+    });
     expect((await post(down.url, { batchId: 'log-unreachable', name: 'Unreachable', subject: 'Maths' })).status).toBe(202);
 
     // Requests carrying credentials, right and wrong, to every kind of route.
@@ -76,13 +78,16 @@ describe('logs', () => {
 
     await waitFor(
       async () => {
-        const all = await rows();
-        return all.length === 10 && all.every((r) => TERMINAL_STATES.includes(r.state));
+        const all = await rowsOf(h);
+        const others = all.filter((r) => r.batchId !== 'log-wrong-creds');
+        return (
+          all.length === 10 && others.every((r) => TERMINAL_STATES.includes(r.state)) && (await wrong.runtime.remotes.default.breaker.state()) !== undefined
+        );
       },
       'every logged batch finished',
       60_000,
     ).catch(async (error) => {
-      console.log(JSON.stringify((await rows()).map((r) => [r.batchId, r.state, r.lastError])));
+      console.log(JSON.stringify((await rowsOf(h)).map((r) => [r.batchId, r.state, r.lastError])));
       throw error;
     });
     // After the last batch finished, so its links exist: fetch mappings with links through the API too.
@@ -98,18 +103,22 @@ describe('logs', () => {
     logger.error({ err: kyError }, 'raw client error');
     logger.warn({ error: kyError, headers: { authorization: `Basic ${basicCredential}`, 'x-api-key': c.xApiKey } }, 'raw client error with headers');
 
-    const all = await rows();
+    const all = await rowsOf(h);
     const synced = all.filter((r) => r.state === 'synced');
     expect(synced.length).toBe(7);
-    expect(all.find((r) => r.batchId === 'log-wrong-creds')).toMatchObject({ state: 'failed', lastErrorKind: 'rejected' });
+    // A refused key writes nothing off: the batch waits for the key to work.
+    expect(all.find((r) => r.batchId === 'log-wrong-creds')).toMatchObject({ state: 'pending', lastError: null, classId: null });
     expect(all.find((r) => r.batchId === 'log-unreachable')?.state).toBe('failed');
 
     const text = chunks.join('');
-    const lines = chunks.flatMap((chunk) => chunk.split('\n')).filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>);
+    const lines = chunks
+      .flatMap((chunk) => chunk.split('\n'))
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, any>);
     // The capture really saw the run: requests, failures from the client, and both kinds of remote error.
     expect(lines.length).toBeGreaterThan(50);
     expect(lines.some((l) => l.msg === 'incoming request' && l.req?.url === '/v1/batches/log-0')).toBe(true);
-    expect(lines.some((l) => l.err?.type === 'RejectedError' && /HTTP 401/.test(l.err.message))).toBe(true);
+    expect(lines.some((l) => l.breaker === 'open' && l.level === 50 && /HTTP 401/.test(l.msg))).toBe(true);
     expect(lines.some((l) => l.err?.type === 'NotSentError')).toBe(true);
     expect(lines.some((l) => l.msg === 'raw client error' && l.err?.type === 'HTTPError')).toBe(true);
 
@@ -135,7 +144,10 @@ describe('logs', () => {
   });
 
   it('logs one line per state transition with batchId, jobId and classId', async () => {
-    const lines = chunks.flatMap((chunk) => chunk.split('\n')).filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>);
+    const lines = chunks
+      .flatMap((chunk) => chunk.split('\n'))
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, any>);
     const transitions = lines.filter((l) => typeof l.from === 'string' && typeof l.to === 'string');
     expect(transitions.length).toBeGreaterThan(7 * 4);
     for (const line of transitions) {
@@ -143,14 +155,15 @@ describe('logs', () => {
       expect(line, JSON.stringify(line)).toHaveProperty('jobId');
       expect(line, JSON.stringify(line)).toHaveProperty('classId');
     }
-    const all = await rows();
+    const all = await rowsOf(h);
     for (const row of all.filter((r) => r.state === 'synced')) {
       const toSynced = transitions.filter((l) => l.batchId === row.batchId && l.to === 'synced');
       expect(toSynced).toHaveLength(1);
       expect(toSynced[0]).toMatchObject({ classId: row.classId, from: 'link_enabled' });
       expect(toSynced[0]!.jobId).toMatch(/^batch-/);
     }
-    const failed = transitions.filter((l) => l.batchId === 'log-wrong-creds' && l.to === 'failed');
-    expect(failed).toHaveLength(1);
+    // The refused key failed no batch, and opened the breaker once (one line, not one per batch).
+    expect(transitions.filter((l) => l.batchId === 'log-wrong-creds' && l.to === 'failed')).toEqual([]);
+    expect(lines.filter((l) => l.breaker === 'open')).toHaveLength(1);
   });
 });

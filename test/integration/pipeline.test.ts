@@ -1,26 +1,12 @@
 // The spine end to end: events → Postgres → BullMQ → sandbox over HTTP → Postgres.
-import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchClasses } from '../../src/db/schema/index.ts';
-import { publishBatchCreated, publishBatches } from '../../src/events/publish.ts';
-import { InvalidEventError } from '../../src/events/schema.ts';
-import { createSyncWorker, type SyncWorker } from '../../src/sync/worker.ts';
-import { createHarness, type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { publishBatchCreated, publishBatches } from '../../src/intake/publish.ts';
+import { InvalidEventError } from '../../src/intake/schema.ts';
+import { rowOf, rowsOf, untilAllSynced, untilSynced } from '../helpers/batches.ts';
+import { publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { useHarnessWithWorker } from '../helpers/use-harness.ts';
 
-let h: Harness;
-let worker: SyncWorker;
-
-beforeAll(async () => {
-  h = await createHarness();
-  worker = createSyncWorker(h.runtime, { autoSweep: false });
-});
-afterAll(async () => {
-  await worker?.close(5_000);
-  await h?.close();
-});
-
-const rows = () => h.runtime.database.db.select().from(batchClasses);
-const rowOf = async (batchId: string) => (await h.runtime.database.db.select().from(batchClasses).where(eq(batchClasses.batchId, batchId)))[0];
+const { h } = useHarnessWithWorker();
 
 describe('core pipeline', () => {
   it('syncs 200 events into 200 synced rows whose ClassID and join link match the remote, with exactly 200 classes', async () => {
@@ -28,8 +14,8 @@ describe('core pipeline', () => {
     const outcomes = await publishBatches(publishDepsOf(h), events);
     expect(outcomes.every((o) => o.ok && o.state === 'pending' && !o.duplicate && o.queued)).toBe(true);
 
-    await waitFor(async () => (await rows()).filter((r) => r.state === 'synced').length === 200, '200 synced rows');
-    const all = (await rows()).filter((r) => r.batchId.startsWith('b-'));
+    await waitFor(async () => (await rowsOf(h)).filter((r) => r.state === 'synced').length === 200, '200 synced rows');
+    const all = (await rowsOf(h)).filter((r) => r.batchId.startsWith('b-'));
     expect(all).toHaveLength(200);
     const truth = h.sandbox.state().classes!;
     expect(truth.filter((c) => c.name.startsWith('Batch '))).toHaveLength(200);
@@ -44,7 +30,7 @@ describe('core pipeline', () => {
     }
     // Spot-check against get-class itself, through the same client the worker uses.
     const sample = all[17]!;
-    const record = await h.runtime.classroom.getClass(sample.classId!);
+    const record = await h.runtime.remotes.default.classroom.getClass(sample.classId!);
     expect(record.joinMagicLink).toBe(sample.joinLink);
   });
 
@@ -54,7 +40,7 @@ describe('core pipeline', () => {
     const second = await publishBatchCreated(publishDepsOf(h), event);
     expect(first.duplicate).toBe(false);
     expect(second.duplicate).toBe(true);
-    await waitFor(async () => (await rowOf('dup-1'))?.state === 'synced', 'dup-1 synced');
+    await untilSynced(h, 'dup-1');
     const third = await publishBatchCreated(publishDepsOf(h), event);
     expect(third).toMatchObject({ duplicate: true, state: 'synced', queued: false });
     expect(h.sandbox.state().byName['Thrice Sent']).toBe(1);
@@ -84,8 +70,8 @@ describe('core pipeline', () => {
     await expect(publishBatchCreated(publishDepsOf(h), { batchId: 'x' })).rejects.toThrow(InvalidEventError);
     await expect(publishBatchCreated(publishDepsOf(h), { batchId: 'x' })).rejects.toThrow(/name is required; subject is required/);
 
-    await waitFor(async () => (await rowOf('ok-2'))?.state === 'synced' && (await rowOf('ok-1'))?.state === 'synced', 'valid events synced');
-    expect(await rowOf('bad-2')).toBeUndefined();
+    await untilAllSynced(h, ['ok-2', 'ok-1']);
+    expect(await rowOf(h, 'bad-2')).toBeUndefined();
     const extra = h.sandbox.state().classes!.find((c) => c.name === 'Also fine');
     expect(extra?.classType).toBe('LIVE');
   });

@@ -1,39 +1,28 @@
 // One budget of remote calls per API key, shared by every worker process through Redis.
-import { afterEach, describe, expect, it } from 'vitest';
-import { batchClasses } from '../../src/db/schema/index.ts';
-import { publishBatches } from '../../src/events/publish.ts';
-import { createLogger } from '../../src/logger.ts';
+import { describe, expect, it } from 'vitest';
+import { publishBatches } from '../../src/intake/publish.ts';
 import { createRateLimiter } from '../../src/ratelimit/limiter.ts';
 import { createRedis } from '../../src/redis.ts';
-import { createRuntime } from '../../src/runtime.ts';
-import { createSyncWorker } from '../../src/sync/worker.ts';
-import { createHarness, publishDepsOf, REDIS_URL, waitFor } from '../helpers/harness.ts';
+import { untilAllSynced } from '../helpers/batches.ts';
+import { publishDepsOf, REDIS_URL, waitFor } from '../helpers/harness.ts';
+import { useHarnessPerTest } from '../helpers/use-harness.ts';
 
-const cleanup: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanup.length) await cleanup.pop()!();
-});
+const each = useHarnessPerTest();
 
 describe('shared rate limit', () => {
   it('two worker runtimes together stay under the remote limit: no 429 from a strict sliding-window remote', async () => {
     // Remote: 40 calls per sliding second. Ours: 20 per second (1,200/min), shared by both runtimes.
     // The margin is for this test's machine, not the product: the sandbox shares the test process's
     // event loop, so a CPU stall on a loaded CI box delivers several slots' calls at once.
-    const h = await createHarness({ CLASSROOM_RATE_LIMIT_PER_MINUTE: '1200', SYNC_CONCURRENCY: '16' });
-    cleanup.push(() => h.close());
+    const h = await each.harness({ env: { CLASSROOM_RATE_LIMIT_PER_MINUTE: '1200', SYNC_CONCURRENCY: '16' } });
     h.sandbox.faults.set({ rateLimitPerMinute: 40, rateLimitWindowMs: 1_000 });
-    const second = createRuntime(h.config, { logger: createLogger({ level: 'silent' }) });
-    cleanup.push(() => second.close());
-    const a = createSyncWorker(h.runtime, { autoSweep: false });
-    const b = createSyncWorker(second, { autoSweep: false });
-    cleanup.push(() => a.close(5_000), () => b.close(5_000));
+    const second = each.runtime(h.config);
+    each.syncWorker(h.runtime);
+    each.syncWorker(second);
 
     const events = Array.from({ length: 30 }, (_, i) => ({ batchId: `rl-${i}`, name: `Rate ${i}`, subject: 'Music' }));
     await publishBatches(publishDepsOf(h), events);
-    await waitFor(async () => {
-      const rows = await h.runtime.database.db.select({ state: batchClasses.state }).from(batchClasses);
-      return rows.length === 30 && rows.every((r) => r.state === 'synced');
-    }, '30 synced', 60_000);
+    await untilAllSynced(h, { count: 30 }, 60_000);
 
     const calls = h.sandbox.state().calls;
     const rateLimited = Object.values(calls.byOperation).reduce((sum, op) => sum + (op.outcomes.rateLimited ?? 0), 0);
@@ -43,30 +32,29 @@ describe('shared rate limit', () => {
   });
 
   it('without the shared limit the same remote answers 429 (the check above can fail)', async () => {
-    const h = await createHarness({ CLASSROOM_RATE_LIMIT_PER_MINUTE: '600000', SYNC_CONCURRENCY: '16' });
-    cleanup.push(() => h.close());
+    const h = await each.harness({ env: { CLASSROOM_RATE_LIMIT_PER_MINUTE: '600000', SYNC_CONCURRENCY: '16' } });
     h.sandbox.faults.set({ rateLimitPerMinute: 40, rateLimitWindowMs: 1_000 });
-    const worker = createSyncWorker(h.runtime, { autoSweep: false });
-    cleanup.push(() => worker.close(5_000));
-    await publishBatches(publishDepsOf(h), Array.from({ length: 30 }, (_, i) => ({ batchId: `free-${i}`, name: `Free ${i}`, subject: 'Music' })));
+    each.syncWorker(h.runtime);
+    await publishBatches(
+      publishDepsOf(h),
+      Array.from({ length: 30 }, (_, i) => ({ batchId: `free-${i}`, name: `Free ${i}`, subject: 'Music' })),
+    );
     await waitFor(() => {
       const calls = h.sandbox.state().calls;
       return Object.values(calls.byOperation).some((op) => (op.outcomes.rateLimited ?? 0) > 0);
     }, 'a 429 from the remote');
     // 429s slow the fleet but burn no attempt and create nothing twice.
-    await waitFor(async () => {
-      const rows = await h.runtime.database.db.select().from(batchClasses);
-      return rows.length === 30 && rows.every((r) => r.state === 'synced');
-    }, '30 synced despite 429s', 90_000);
+    await untilAllSynced(h, { count: 30 }, 90_000);
     expect(Object.values(h.sandbox.state().byName).every((count) => count === 1)).toBe(true);
   });
 
   it('a pause set by one process holds back another process sharing the key', async () => {
     const redisA = createRedis(REDIS_URL, 'worker');
     const redisB = createRedis(REDIS_URL, 'worker');
-    cleanup.push(async () => redisA.quit(), async () => redisB.quit());
+    each.defer(() => redisA.quit());
+    each.defer(() => redisB.quit());
     const key = `cs-test-limiter-${Date.now()}`;
-    cleanup.push(() => redisA.del(key));
+    each.defer(() => redisA.del(key));
     const a = createRateLimiter({ redis: redisA, key, callsPerMinute: 600_000 });
     const b = createRateLimiter({ redis: redisB, key, callsPerMinute: 600_000 });
     expect(await b.acquire()).toBeLessThan(50);
@@ -76,9 +64,9 @@ describe('shared rate limit', () => {
 
   it('refuses a slot further away than its maximum wait, without reserving it', async () => {
     const redis = createRedis(REDIS_URL, 'worker');
-    cleanup.push(async () => redis.quit());
+    each.defer(() => redis.quit());
     const key = `cs-test-limiter-max-${Date.now()}`;
-    cleanup.push(() => redis.del(key));
+    each.defer(() => redis.del(key));
     const limiter = createRateLimiter({ redis, key, callsPerMinute: 60, maxWaitMs: 100 });
     await limiter.acquire();
     await expect(limiter.acquire()).rejects.toThrow(/more than 100 ms away/);

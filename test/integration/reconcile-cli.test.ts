@@ -2,31 +2,35 @@
 // real Redis, the sandbox over HTTP.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { asc } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { batchClasses } from '../../src/db/schema/index.ts';
 import type { ReconcileReport } from '../../src/reconcile/types.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
-import { type Harness, createHarness } from '../helpers/harness.ts';
+import { rowsOf } from '../helpers/batches.ts';
+import { useHarness } from '../helpers/use-harness.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/classroom-sync.js', import.meta.url));
-let h: Harness;
+const { h } = useHarness({ env: { SYNC_STUCK_AFTER: '1m' } });
 
 beforeAll(async () => {
-  h = await createHarness({ SYNC_STUCK_AFTER: '1m' });
   const inst = h.config.classroom.instituteId;
   // Three synced mappings made directly: one in sync, one whose class was deleted, one stuck.
   const rows = ['Cli A', 'Cli B', 'Cli C'].map((name, i) => {
     const cls = h.sandbox.store.setJoinLink(h.sandbox.store.create({ name, subject: 'Art', instituteId: inst })._id, true)!;
-    return { instituteId: inst, batchId: `cli-${i}`, className: name, classId: cls._id, joinLink: cls.joinMagicLink, state: 'synced' as const, event: { name } };
+    return {
+      instituteId: inst,
+      batchId: `cli-${i}`,
+      className: name,
+      classId: cls._id,
+      joinLink: cls.joinMagicLink,
+      state: 'synced' as const,
+      event: { batchId: `cli-${i}`, name, subject: 'Art', instituteId: inst, extra: {} },
+    };
   });
   await h.runtime.database.db.insert(batchClasses).values(rows);
   h.sandbox.store.delete(rows[1]!.classId);
   await h.runtime.database.pool.query(`update batch_classes set state = 'created', updated_at = now() - interval '1 hour' where batch_id = 'cli-2'`);
   h.sandbox.store.create({ name: 'Nobody', subject: 'Art', instituteId: inst });
-});
-afterAll(async () => {
-  await h?.close();
 });
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -37,7 +41,7 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: 
   });
 }
 
-const snapshot = async () => JSON.stringify(await h.runtime.database.db.select().from(batchClasses).orderBy(asc(batchClasses.id)));
+const snapshot = async () => JSON.stringify(await rowsOf(h));
 
 describe('classroom-sync reconcile', () => {
   it('--dry-run --json prints the report and changes nothing', async () => {
@@ -62,7 +66,8 @@ describe('classroom-sync reconcile', () => {
     expect(stdout).toMatch(/^missing_remote\s+1\s+report$/m);
     expect(stdout).toMatch(/batch cli-1 → class \w+ "Cli B"/);
     expect(stdout).toMatch(/repairs: 1 re-enqueued/);
-    expect(await h.runtime.queue.getJobState(jobIdFor({ instituteId: h.config.classroom.instituteId, batchId: 'cli-2' }))).toBe('waiting');
+    // Queued again (jobs wait in priority order: BullMQ calls that state `prioritized`).
+    expect(await h.runtime.queue.getJobState(jobIdFor({ instituteId: h.config.classroom.instituteId, batchId: 'cli-2' }))).toBe('prioritized');
   });
 
   it('rejects a bad flag value with a message and a non-zero exit code', async () => {

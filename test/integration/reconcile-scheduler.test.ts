@@ -1,26 +1,24 @@
 // The schedule: however many worker processes start, one job scheduler; each tick runs one pass.
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { reconciliationRuns } from '../../src/db/schema/index.ts';
-import { createLogger } from '../../src/logger.ts';
 import { type Reconciler, RECONCILE_SCHEDULER_ID, createReconciler } from '../../src/reconcile/scheduler.ts';
 import type { ReconcileReport } from '../../src/reconcile/types.ts';
-import { type Runtime, createRuntime } from '../../src/runtime.ts';
-import { type Harness, createHarness, waitFor } from '../helpers/harness.ts';
+import type { Runtime } from '../../src/runtime.ts';
+import { waitFor } from '../helpers/harness.ts';
+import { useHarness } from '../helpers/use-harness.ts';
 
-let h: Harness;
+const harness = useHarness({ env: { RECONCILE_EVERY: '15m' } });
+const { h } = harness;
 let second: Runtime;
 const reconcilers: Reconciler[] = [];
 
-beforeAll(async () => {
-  h = await createHarness({ RECONCILE_EVERY: '15m' });
+beforeAll(() => {
   // A second "process": its own runtime (pool, Redis connections), same database and queue prefix.
-  second = createRuntime(h.config, { logger: createLogger({ level: 'silent' }) });
-});
-afterAll(async () => {
-  for (const r of reconcilers) await r.close();
-  await second?.close();
-  await h?.close();
+  second = harness.runtime(h.config);
+  harness.defer(async () => {
+    for (const r of reconcilers) await r.close();
+  });
 });
 
 describe('reconciliation schedule', () => {

@@ -1,50 +1,49 @@
 // Reconciliation end to end: each category made on purpose through the sandbox's in-process store or
 // straight in Postgres, then detected, counted, and repaired or reported as promised.
 import { asc, eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readTimeline } from '../../src/audit/events.ts';
+import { describe, expect, it } from 'vitest';
+import { readTimeline } from '../../src/mapping/index.ts';
 import { SANDBOX_DEFAULTS } from '../../src/config.ts';
 import { batchClasses, batchEvents, reconciliationRuns } from '../../src/db/schema/index.ts';
-import { publishBatches } from '../../src/events/publish.ts';
+import { publishBatches } from '../../src/intake/publish.ts';
 import { type ReconcileOptions, runReconciliation } from '../../src/reconcile/run.ts';
+import { reconcileDepsOf, reconcileOptionsOf } from '../../src/reconcile/setup.ts';
 import type { Category } from '../../src/reconcile/types.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { type SyncWorker, createSyncWorker } from '../../src/sync/worker.ts';
-import { type Harness, createHarness, publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { rowOf, untilSynced } from '../helpers/batches.ts';
+import { publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { useHarness } from '../helpers/use-harness.ts';
 
 const SECOND_INSTITUTE = 'institute-two';
-let h: Harness;
+const { h, defer } = useHarness({ sandbox: { instituteIds: [SANDBOX_DEFAULTS.CLASSROOM_INSTITUTE_ID, SECOND_INSTITUTE] } });
+/** Started and stopped by the tests; whatever is still running at the end is closed at teardown. */
 let worker: SyncWorker | undefined;
-
-beforeAll(async () => {
-  h = await createHarness({}, { instituteIds: [SANDBOX_DEFAULTS.CLASSROOM_INSTITUTE_ID, SECOND_INSTITUTE] });
-});
-afterAll(async () => {
-  await worker?.close(5_000);
-  await h?.close();
-});
+defer(() => worker?.close(5_000));
 
 const db = () => h.runtime.database.db;
 const sqlq = (text: string, values: unknown[] = []) => h.runtime.database.pool.query(text, values);
 const inst = () => h.config.classroom.instituteId;
-const rowOf = async (batchId: string, instituteId = inst()) =>
-  (await db().select().from(batchClasses).where(eq(batchClasses.batchId, batchId))).find((r) => r.instituteId === instituteId)!;
 
 /** One pass over the default institute (or `options.instituteIds`; `allInstitutes` for the real default). */
 function reconcile(options: Partial<ReconcileOptions> = {}, allInstitutes = false) {
-  const { database, classroom, queue, logger } = h.runtime;
   const scope = allInstitutes ? {} : { instituteIds: [inst()] };
-  return runReconciliation(
-    { db: database.db, classroom, queue, logger },
-    { trigger: 'test', defaultInstituteId: inst(), stuckAfterMs: 60_000, graceMs: 0, linkChecks: 1_000, ...scope, ...options },
-  );
+  return runReconciliation(reconcileDepsOf(h.runtime), {
+    trigger: 'test',
+    ...reconcileOptionsOf(h.config),
+    stuckAfterMs: 60_000,
+    graceMs: 0,
+    linkChecks: 1_000,
+    ...scope,
+    ...options,
+  });
 }
 
 async function syncAll(events: { batchId: string; name: string; subject: string; instituteId?: string }[]) {
   worker ??= createSyncWorker(h.runtime, { autoSweep: false });
   await publishBatches(publishDepsOf(h), events);
   await waitFor(async () => {
-    for (const e of events) if ((await rowOf(e.batchId, e.instituteId ?? inst()))?.state !== 'synced') return false;
+    for (const e of events) if ((await rowOf(h, e.batchId, e.instituteId ?? inst()))?.state !== 'synced') return false;
     return true;
   }, `${events.length} batches synced`);
 }
@@ -81,7 +80,7 @@ describe('reconciliation', () => {
     const courses = Array.from({ length: 10 }, (_, i) => ({ batchId: `r-${i}`, name: `Course ${i}`, subject: 'Maths' }));
     await syncAll(courses);
     await stopWorker();
-    const classOf = async (batchId: string) => (await rowOf(batchId)).classId!;
+    const classOf = async (batchId: string) => (await rowOf(h, batchId, inst()))!.classId!;
 
     // missing_remote, hidden_remote, orphan_remote, link_missing (local and remote), duplicate_suspect
     h.sandbox.store.delete(await classOf('r-0'));
@@ -143,16 +142,22 @@ describe('reconciliation', () => {
     const real = await reconcile();
     expect(real.counts).toEqual(expected);
     expect(real.repairs).toEqual({ requeued: 5, linkStepsReset: 2, adopted: 1, skipped: 0 });
-    expect(await rowOf('nr-1')).toMatchObject({ state: 'created', classId: ambiguous._id, review: null });
-    expect(await rowOf('r-2')).toMatchObject({ state: 'created', joinLink: null });
-    expect(await rowOf('nr-2')).toMatchObject({ state: 'needs_review', classId: null });
+    expect(await rowOf(h, 'nr-1', inst())).toMatchObject({ state: 'created', classId: ambiguous._id, review: null });
+    expect(await rowOf(h, 'r-2', inst())).toMatchObject({ state: 'created', joinLink: null });
+    expect(await rowOf(h, 'nr-2', inst())).toMatchObject({ state: 'needs_review', classId: null });
     // Each repair is in the batch's audit trail, written by the statement that made it.
-    const repairsOf = async (batchId: string) => ((await readTimeline(db(), inst(), batchId)) ?? []).filter((e) => e.type === 'repair');
+    const repairsOf = async (batchId: string) =>
+      ((await readTimeline(db(), { instituteId: inst(), batchId: batchId })) ?? []).filter((e) => e.type === 'repair');
     expect(await repairsOf('r-2')).toMatchObject([
       { fromState: 'synced', toState: 'created', detail: { category: 'link_missing', action: 'rerun_link_steps', reconciliationRunId: real.runId } },
     ]);
     expect(await repairsOf('nr-1')).toMatchObject([
-      { fromState: 'needs_review', toState: 'created', classId: ambiguous._id, detail: { category: 'needs_review_resolved', previousReview: { reason: 'test: ambiguous create' } } },
+      {
+        fromState: 'needs_review',
+        toState: 'created',
+        classId: ambiguous._id,
+        detail: { category: 'needs_review_resolved', previousReview: { reason: 'test: ambiguous create' } },
+      },
     ]);
     expect(await repairsOf('s-1')).toMatchObject([{ detail: { category: 'stuck', action: 'requeue' } }]);
     expect(await repairsOf('r-0')).toEqual([]);
@@ -163,11 +168,11 @@ describe('reconciliation', () => {
     const classesBeforeSync = h.sandbox.store.size;
     worker = createSyncWorker(h.runtime, { autoSweep: false });
     for (const batchId of ['s-1', 'r-5', 'r-2', 'r-3', 'nr-1']) {
-      await waitFor(async () => (await rowOf(batchId)).state === 'synced', `${batchId} synced`);
+      await untilSynced(h, batchId, { instituteId: inst() });
     }
     expect(h.sandbox.store.size).toBe(classesBeforeSync + 1); // s-1 had never been created: its one class
     expect(h.sandbox.state().byName).toMatchObject({ 'Stuck One': 1, Ambiguous: 1, 'Course 3': 1 });
-    const r3 = await rowOf('r-3');
+    const r3 = (await rowOf(h, 'r-3', inst()))!;
     expect(r3.joinLink).toBe(h.sandbox.store.get(r3.classId!)!.joinMagicLink);
     expect(r3.joinLink).not.toBe('');
 
@@ -185,7 +190,7 @@ describe('reconciliation', () => {
     await stopWorker();
     await makeStuck('t-0', 'created', institute);
     await sqlq(`update batch_classes set join_link = '' where institute_id = $1 and batch_id = 't-1'`, [institute]);
-    h.sandbox.store.blankLink((await rowOf('t-2', institute)).classId!);
+    h.sandbox.store.blankLink((await rowOf(h, 't-2', institute))!.classId!);
     h.sandbox.store.create({ name: 'Term review', subject: 'Art', instituteId: institute });
     await insertNeedsReview('t-review', 'Term review', institute);
 
@@ -200,7 +205,7 @@ describe('reconciliation', () => {
 
     worker = createSyncWorker(h.runtime, { autoSweep: false });
     for (const batchId of ['t-0', 't-1', 't-2', 't-review']) {
-      await waitFor(async () => (await rowOf(batchId, institute)).state === 'synced', `${batchId} synced`);
+      await untilSynced(h, batchId, { instituteId: institute });
     }
     const after = await reconcile(only);
     expect(after.counts).toEqual({ ...zero(), in_sync: 7 });
@@ -212,7 +217,7 @@ describe('reconciliation', () => {
     const institute = SECOND_INSTITUTE;
     h.sandbox.store.create({ name: 'Nameless', subject: 'Art', instituteId: institute });
     await insertNeedsReview('by-name-only', 'Nameless', institute);
-    h.sandbox.store.delete((await rowOf('t-3', institute)).classId!);
+    h.sandbox.store.delete((await rowOf(h, 't-3', institute))!.classId!);
     h.sandbox.faults.set({ listingIncludesIds: false });
     try {
       const report = await reconcile({ instituteIds: [institute], linkChecks: 0 });
@@ -221,7 +226,7 @@ describe('reconciliation', () => {
       expect(report.findings.missing_remote).toMatchObject([{ batchId: 't-3' }]);
       expect(report.unresolved).toMatchObject([{ batchId: 'by-name-only', detail: expect.stringMatching(/no _id to adopt/) }]);
       expect(report.notes.join('\n')).toMatch(/carry no _id/);
-      expect((await rowOf('by-name-only', institute)).state).toBe('needs_review');
+      expect((await rowOf(h, 'by-name-only', institute))!.state).toBe('needs_review');
     } finally {
       h.sandbox.faults.clear();
     }

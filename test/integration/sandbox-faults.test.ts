@@ -1,16 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FaultKind, mixedFaultRates, type RunningSandbox } from '../../src/sandbox/index.ts';
-import { addClass, call, eventually, listing, start } from './sandbox-helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { type FaultKind, mixedFaultRates } from '../../src/sandbox/index.ts';
+import { addClass, call, eventually, listing, start, useSandbox } from '../helpers/sandbox.ts';
 
-let sb: RunningSandbox;
-beforeAll(async () => {
-  sb = await start();
-});
-afterAll(() => sb.close());
-beforeEach(() => {
-  sb.faults.clear();
-  sb.reset();
-});
+const sb = useSandbox();
 
 const once = (fault: FaultKind) => sb.faults.enqueue({ operation: 'addClass', fault });
 const stored = () => sb.state().classes ?? [];

@@ -1,13 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { RunningSandbox } from '../../src/sandbox/index.ts';
-import { INSTITUTE, addClass, call, creds, listing, start } from './sandbox-helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { INSTITUTE, addClass, call, creds, listing, start, useSandbox } from '../helpers/sandbox.ts';
 
-let sb: RunningSandbox;
-beforeAll(async () => {
-  sb = await start();
-});
-afterAll(() => sb.close());
-beforeEach(() => sb.reset());
+const sb = useSandbox();
 
 describe('sandbox: the three-call flow', () => {
   it('add → edit → get full gives a join link, "" before enabling', async () => {
@@ -27,9 +21,27 @@ describe('sandbox: the three-call flow', () => {
     const data = full.json.data;
     expect(data.joinMagicLink).toMatch(new RegExp(`^${sb.url}/classroom/join/${id}[0-9a-f]{8}$`));
     expect(data.settings.magicJoinTokenConfig.token).toBe(data.joinMagicLink.split('/').pop());
-    for (const key of ['namespace', 'pendingRequest', 'joinedRequest', 'coTeacherRequests', 'coTeachers', 'archived',
-      'disableReminder', 'zoomLink', 'settings', 'subject', 'timing', 'userId', 'name', 'classNumber', 'timingVersion',
-      'schedule', 'thumbnail', 'suspendedStudents', 'createdAt']) {
+    for (const key of [
+      'namespace',
+      'pendingRequest',
+      'joinedRequest',
+      'coTeacherRequests',
+      'coTeachers',
+      'archived',
+      'disableReminder',
+      'zoomLink',
+      'settings',
+      'subject',
+      'timing',
+      'userId',
+      'name',
+      'classNumber',
+      'timingVersion',
+      'schedule',
+      'thumbnail',
+      'suspendedStudents',
+      'createdAt',
+    ]) {
       expect(data, key).toHaveProperty(key);
     }
     expect(Object.keys(data.zoomLink).sort()).toEqual(['join_url', 'mettingEnded', 'mettingId', 'startTime']);
@@ -128,9 +140,7 @@ describe('sandbox: institute listing', () => {
     expect(all.classes.map((c: any) => c.name)).toEqual(['Algebra 1', 'Algebra Recorded']);
     expect(all.hiddenClasses.map((c: any) => c._id)).toEqual([b]);
     expect(all.pendingClasses.map((c: any) => c.name)).toEqual(['Pending one']);
-    expect(Object.keys(all.classes[0]).sort()).toEqual(
-      ['_id', 'classNumber', 'coTeachers', 'joinedRequest', 'name', 'pendingRequest', 'subject', 'thumbnail'],
-    );
+    expect(Object.keys(all.classes[0]).sort()).toEqual(['_id', 'classNumber', 'coTeachers', 'joinedRequest', 'name', 'pendingRequest', 'subject', 'thumbnail']);
 
     const search = (await listing(sb, '?searchTerm=ALGEBRA')).json.data;
     expect(search.classes.map((c: any) => c._id)).toContain(a);

@@ -34,13 +34,26 @@ describe('classify', () => {
   it('batches that share a class name but each have their own class are in sync, not duplicates', () => {
     const c = run(
       [mapping({ batchId: 'a', className: 'Algebra', classId: 'c1' }), mapping({ batchId: 'b', className: 'Algebra', classId: 'c2' })],
-      listing({ classes: [{ _id: 'c1', name: 'Algebra' }, { _id: 'c2', name: 'Algebra' }] }),
+      listing({
+        classes: [
+          { _id: 'c1', name: 'Algebra' },
+          { _id: 'c2', name: 'Algebra' },
+        ],
+      }),
     );
     expect(counts(c)).toEqual({ in_sync: 2 });
   });
 
   it('a second unmapped class with the batch name is a duplicate suspect (listing both), not also an orphan', () => {
-    const c = run([mapping({ batchId: 'a', className: 'Algebra', classId: 'c1' })], listing({ classes: [{ _id: 'c1', name: 'Algebra' }, { _id: 'c9', name: ' Algebra ' }] }));
+    const c = run(
+      [mapping({ batchId: 'a', className: 'Algebra', classId: 'c1' })],
+      listing({
+        classes: [
+          { _id: 'c1', name: 'Algebra' },
+          { _id: 'c9', name: ' Algebra ' },
+        ],
+      }),
+    );
     expect(counts(c)).toEqual({ duplicate_suspect: 1 });
     expect(c.findings.duplicate_suspect[0]).toMatchObject({ batchId: 'a', candidates: ['c1', 'c9'] });
   });
@@ -59,7 +72,11 @@ describe('classify', () => {
         mapping({ batchId: 'failed-with-class', classId: 'x7', state: 'failed' }),
       ],
       listing({
-        classes: [{ _id: 'x4', name: 'no-link' }, { _id: 'x5', name: 'stuck' }, { _id: 'x7', name: 'failed-with-class' }],
+        classes: [
+          { _id: 'x4', name: 'no-link' },
+          { _id: 'x5', name: 'stuck' },
+          { _id: 'x7', name: 'failed-with-class' },
+        ],
         pendingClasses: [{ _id: 'x3', name: 'pending-list' }],
         hiddenClasses: [{ _id: 'x2', name: 'hidden-no-link' }],
       }),
@@ -108,7 +125,15 @@ describe('classify: batches without a class id', () => {
   });
 
   it('a needs_review batch with two candidates is a duplicate suspect; with none it stays the operator’s', () => {
-    const two = run([mapping({ batchId: 'r', className: 'Twice', state: 'needs_review' })], listing({ classes: [{ _id: 'k1', name: 'Twice' }, { _id: 'k2', name: 'Twice' }] }));
+    const two = run(
+      [mapping({ batchId: 'r', className: 'Twice', state: 'needs_review' })],
+      listing({
+        classes: [
+          { _id: 'k1', name: 'Twice' },
+          { _id: 'k2', name: 'Twice' },
+        ],
+      }),
+    );
     expect(counts(two)).toEqual({ duplicate_suspect: 1 });
     const none = run([mapping({ batchId: 'r', className: 'Nothing', state: 'needs_review' })], listing({}));
     expect(counts(none)).toEqual({});
@@ -131,14 +156,31 @@ describe('classify: batches without a class id', () => {
   it('a stale pending batch with no job is stuck, unless same-named classes make re-running it unsafe', () => {
     const m = mapping({ batchId: 'p', className: 'Fresh', state: 'pending', stale: true });
     expect(counts(run([m], listing({}), [m.id]))).toEqual({ stuck: 1 });
-    expect(counts(run([m], listing({ classes: [{ _id: 'k1', name: 'Fresh' }, { _id: 'k2', name: 'Fresh' }] }), [m.id]))).toEqual({ duplicate_suspect: 1 });
+    expect(
+      counts(
+        run(
+          [m],
+          listing({
+            classes: [
+              { _id: 'k1', name: 'Fresh' },
+              { _id: 'k2', name: 'Fresh' },
+            ],
+          }),
+          [m.id],
+        ),
+      ),
+    ).toEqual({ duplicate_suspect: 1 });
   });
 });
 
 describe('classify: listings without _id', () => {
   it('matches mapped classes by name, one listed item per mapping, and says so', () => {
     const c = run(
-      [mapping({ batchId: 'a', className: 'Same', classId: 'c1' }), mapping({ batchId: 'b', className: 'Same', classId: 'c2' }), mapping({ batchId: 'h', className: 'Hid', classId: 'c3' })],
+      [
+        mapping({ batchId: 'a', className: 'Same', classId: 'c1' }),
+        mapping({ batchId: 'b', className: 'Same', classId: 'c2' }),
+        mapping({ batchId: 'h', className: 'Hid', classId: 'c3' }),
+      ],
       listing({ classes: [{ name: 'Same' }, { name: 'Extra' }], hiddenClasses: [{ name: 'Hid' }] }),
     );
     expect(c.itemsWithoutId).toBe(3);

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { checkAuth, type SandboxCredentials } from '../../src/sandbox/auth.ts';
-import { faultConfigFromFlags } from '../../src/sandbox/cli.ts';
+import { faultConfigFromFlags } from '../../src/cli/sandbox-flags.ts';
 import { createFaultController, mixedFaultRates } from '../../src/sandbox/faults.ts';
 import { mulberry32 } from '../../src/sandbox/random.ts';
 import { createRateLimiter } from '../../src/sandbox/rateLimit.ts';
@@ -116,8 +116,7 @@ describe('sandbox store and listing', () => {
   it('listing leaves out classes younger than the delay', () => {
     const s = store();
     s.create({ name: 'n', subject: 's', instituteId: 'i' });
-    const list = (createdNoLaterThan: number) =>
-      buildListing(s.classesOf('i') ?? [], { showCoTeachers: true, includeIds: true, createdNoLaterThan });
+    const list = (createdNoLaterThan: number) => buildListing(s.classesOf('i') ?? [], { showCoTeachers: true, includeIds: true, createdNoLaterThan });
     expect(list(999).classes).toHaveLength(0);
     expect(list(1_000).classes).toHaveLength(1);
   });

@@ -2,6 +2,7 @@
 // Redis only holds the work still to do, and can be rebuilt from here.
 import { sql } from 'drizzle-orm';
 import { bigserial, index, integer, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import type { Review, StoredEvent } from './stored.ts';
 
 /**
  * pending      recorded, nothing sent yet (or a send is known not to have happened)
@@ -11,12 +12,25 @@ import { bigserial, index, integer, jsonb, pgEnum, pgTable, text, timestamp, uni
  * synced       ClassID and join link stored (terminal)
  * failed       a permanent error or attempts exhausted (terminal; `retry` puts it back)
  * needs_review an ambiguous create that an operator must settle (terminal; evidence stored)
+ * abandoned    an operator gave the batch up (`classroom-sync abandon`): never synced, reconciled or
+ *              alerted on again; `abandon --undo` returns it to the state it was abandoned from (terminal)
  */
-export const BATCH_STATES = ['pending', 'creating', 'created', 'link_enabled', 'synced', 'failed', 'needs_review'] as const;
+export const BATCH_STATES = ['pending', 'creating', 'created', 'link_enabled', 'synced', 'failed', 'needs_review', 'abandoned'] as const;
 export type BatchState = (typeof BATCH_STATES)[number];
-export const TERMINAL_STATES: readonly BatchState[] = ['synced', 'failed', 'needs_review'];
+export const TERMINAL_STATES: readonly BatchState[] = ['synced', 'failed', 'needs_review', 'abandoned'];
 
 export const batchState = pgEnum('batch_state', BATCH_STATES);
+
+/**
+ * Which queue lane a batch waits in (a batch already under way, past add-class, goes ahead of all):
+ * live         published as it happened (library, POST /v1/batches, enqueue)
+ * operator     put back by an operator (retry) or by a reconciliation repair
+ * backfill     history (import, enqueue --backfill): syncs when nothing else waits
+ */
+export const BATCH_LANES = ['live', 'operator', 'backfill'] as const;
+export type BatchLane = (typeof BATCH_LANES)[number];
+
+export const batchLane = pgEnum('batch_lane', BATCH_LANES);
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
@@ -28,16 +42,25 @@ export const batchClasses = pgTable(
     batchId: text('batch_id').notNull(),
     /** The class name sent on add-class (after the name template); what a listing search matches on. */
     className: text('class_name').notNull(),
+    /**
+     * The name the remote actually kept (from get-class, or the listing when a class was adopted):
+     * it may be trimmed, re-cased, normalised or cut. Later comparisons use it instead of a guess.
+     */
+    remoteName: text('remote_name'),
     classId: text('class_id'),
     joinLink: text('join_link'),
     state: batchState('state').notNull().default('pending'),
+    /** The lane its job waits in; kept here so a rebuilt queue puts it back in the same one. */
+    lane: batchLane('lane').notNull().default('live'),
+    /** When it entered its lane (intake, retry, repair): how long it has waited there. */
+    laneSince: ts('lane_since').notNull().defaultNow(),
     attempts: integer('attempts').notNull().default(0),
     lastError: text('last_error'),
     lastErrorKind: text('last_error_kind'),
     /** The batch-created event exactly as accepted. */
-    event: jsonb('event').notNull(),
+    event: jsonb('event').$type<StoredEvent>().notNull(),
     /** Why an operator must look (needs_review), with what was seen. */
-    review: jsonb('review'),
+    review: jsonb('review').$type<Review>(),
     /** Fencing: every write by a runner carries the epoch it was granted; a newer epoch wins. */
     leaseOwner: text('lease_owner'),
     leaseEpoch: integer('lease_epoch').notNull().default(0),
@@ -48,6 +71,10 @@ export const batchClasses = pgTable(
     linkEnabledAt: ts('link_enabled_at'),
     syncedAt: ts('synced_at'),
     failedAt: ts('failed_at'),
+    /** Set while abandoned: when, from which state (where `--undo` returns it), and the operator's reason. */
+    abandonedAt: ts('abandoned_at'),
+    abandonedFrom: batchState('abandoned_from'),
+    abandonReason: text('abandon_reason'),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
   (t) => [

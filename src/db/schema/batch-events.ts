@@ -2,8 +2,9 @@
 // call, written in the same transaction as the state it explains. No join links, no secrets.
 import { bigint, bigserial, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 import { batchClasses } from './batch-classes.ts';
+import type { EventDetail } from './stored.ts';
 
-export const BATCH_EVENT_TYPES = ['received', 'transition', 'remote_call', 'retry_requested', 'repair'] as const;
+export const BATCH_EVENT_TYPES = ['received', 'transition', 'remote_call', 'retry_requested', 'repair', 'abandoned', 'abandon_undone'] as const;
 export type BatchEventType = (typeof BATCH_EVENT_TYPES)[number];
 
 export const batchEvents = pgTable(
@@ -29,7 +30,7 @@ export const batchEvents = pgTable(
     workerId: text('worker_id'),
     classId: text('class_id'),
     /** Small structured context: a resolution's decision and candidates, a repair's category. */
-    detail: jsonb('detail'),
+    detail: jsonb('detail').$type<EventDetail>(),
   },
   (t) => [index('batch_events_batch_idx').on(t.batchRowId, t.id), index('batch_events_at_idx').on(t.at)],
 );

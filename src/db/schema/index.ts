@@ -9,3 +9,4 @@
 export * from './batch-classes.ts';
 export * from './reconciliation-runs.ts';
 export * from './batch-events.ts';
+export type * from './stored.ts';

@@ -1,0 +1,1 @@
+ALTER TABLE "batch_classes" ADD COLUMN "remote_name" text;

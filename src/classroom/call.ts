@@ -1,0 +1,94 @@
+// One remote call, whatever the operation: the shared rate limit (and the credentials breaker) first,
+// then the caller's last check, one timeout for headers and body alike, and a record of how it
+// ended for metrics and the batch's audit trail. No retries: only the state machine knows whether
+// sending again could create a second class.
+import { type Answer, readAnswer } from './answer.ts';
+import { type ClassroomError, type ClassroomOperation, NotSentError, isClassroomError } from './errors.ts';
+import type { CallLane } from '../ratelimit/limiter.ts';
+import { transportError } from './transport.ts';
+
+export interface CallRecord {
+  operation: ClassroomOperation;
+  outcome: 'ok' | ClassroomError['kind'];
+  httpStatus: number | undefined;
+  bodyStatus: number | undefined;
+  durationMs: number;
+  /** The failure's message (safe to store: never credentials or join links). */
+  error?: string | undefined;
+}
+
+export interface ClassroomHooks {
+  /** Awaited before every request (the shared rate limit). A throw means the request is not sent. */
+  beforeCall?: (operation: ClassroomOperation, lane: CallLane | undefined) => Promise<void>;
+  /** Told about every finished call (metrics, audit). Must not throw. */
+  afterCall?: (call: CallRecord) => void;
+}
+
+export interface CallOptions {
+  /**
+   * Runs after the rate-limit slot is granted and right before the request leaves. The sync
+   * machine re-checks its lease here; whatever it throws propagates unchanged (nothing was sent).
+   */
+  beforeSend?: () => Promise<void>;
+  /** Told about this call once it finished (the batch's audit trail). Must not throw. */
+  observe?: (call: CallRecord) => void;
+  /** A rate-limit slot reserved for this call already: wait for it instead of reserving another. */
+  slotReady?: Promise<void>;
+  /** The lane the call is made for (the rate limit's order of precedence; default live). */
+  lane?: CallLane;
+}
+
+export type Call = <T>(
+  operation: ClassroomOperation,
+  send: (signal: AbortSignal) => Promise<Response>,
+  options: CallOptions | undefined,
+  interpret: (answer: Answer) => T,
+) => Promise<T>;
+
+export function createCall(timeoutMs: number, hooks: ClassroomHooks): Call {
+  return async function call(operation, send, options = {}, interpret) {
+    await beforeSending(operation, hooks, options);
+    const report = (record: CallRecord) => {
+      hooks.afterCall?.(record);
+      options.observe?.(record);
+    };
+    const started = performance.now();
+    let httpStatus: number | undefined;
+    let bodyStatus: number | undefined;
+    try {
+      // One signal for headers and body alike: a server that stalls mid-body is a timeout too.
+      const signal = AbortSignal.timeout(timeoutMs);
+      const response = await send(signal).catch((error: unknown) => {
+        throw transportError(operation, error, timeoutMs);
+      });
+      httpStatus = response.status;
+      const answer = await readAnswer(operation, response);
+      bodyStatus = typeof answer.body.status === 'number' ? answer.body.status : undefined;
+      // `interpret` runs inside the call, so an answer we cannot use is reported as the failure it is.
+      const result = interpret(answer);
+      report({ operation, outcome: 'ok', httpStatus, bodyStatus, durationMs: performance.now() - started });
+      return result;
+    } catch (error) {
+      const classified = error as ClassroomError;
+      const durationMs = performance.now() - started;
+      const statuses = { httpStatus: classified.httpStatus ?? httpStatus, bodyStatus: classified.bodyStatus ?? bodyStatus };
+      report({ operation, outcome: classified.kind, ...statuses, durationMs, error: classified.message });
+      throw error;
+    }
+  };
+}
+
+/** The shared rate limit, then the caller's last check (the sync machine re-checks its lease there). */
+async function beforeSending(operation: ClassroomOperation, hooks: ClassroomHooks, options: CallOptions): Promise<void> {
+  if (options.slotReady) await options.slotReady;
+  else if (hooks.beforeCall) {
+    try {
+      await hooks.beforeCall(operation, options.lane);
+    } catch (error) {
+      // A classified refusal (the credentials breaker is open) keeps its kind.
+      if (isClassroomError(error)) throw error;
+      throw new NotSentError(`${operation} not sent: ${(error as Error).message}`, { operation, reason: 'limiter_unavailable', cause: error });
+    }
+  }
+  await options.beforeSend?.();
+}

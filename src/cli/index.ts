@@ -1,0 +1,88 @@
+// The one entry point (bin/classroom-sync.js). Each command is wired in its own file of this folder;
+// what a command does lives in src/commands/ and the domain folders below.
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Command, Option } from 'commander';
+import { type Config, loadConfig } from '../config.ts';
+import { registerAbandonCommand } from './abandon.ts';
+import { registerCheckCommand } from './check.ts';
+import { registerDemoCommand } from './demo.ts';
+import { registerEnqueueCommand } from './enqueue.ts';
+import { type FatalContext, UsageError, reportFatal } from './errors.ts';
+import { registerHistoryCommand } from './history.ts';
+import { registerImportCommand } from './import.ts';
+import { registerMigrateCommand } from './migrate.ts';
+import { registerReconcileCommand } from './reconcile.ts';
+import { registerRetryCommand } from './retry.ts';
+import { registerSandboxCommand } from './sandbox.ts';
+import { registerStatusCommand } from './status.ts';
+import { registerWorkerCommand } from './worker.ts';
+
+export async function main(argv: string[]): Promise<void> {
+  // Known before parsing, so that even an error while parsing can show its stack.
+  const context: FatalContext = { verbose: argv.includes('--verbose') };
+  let program: Command;
+  try {
+    program = buildProgram(loadDotEnv(), context);
+  } catch (error) {
+    process.exitCode = reportFatal(error, context);
+    return;
+  }
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    process.exitCode = reportFatal(error, context);
+  }
+}
+
+/**
+ * Loads `.env` from the working directory, if there is one. Variables already in the environment
+ * win, so a deployment can override any line of it. Returns the file's path when it was loaded.
+ */
+export function loadDotEnv(cwd = process.cwd()): string | undefined {
+  const file = resolve(cwd, '.env');
+  if (!existsSync(file)) return undefined;
+  if (typeof process.loadEnvFile !== 'function') {
+    throw new UsageError(
+      `${file} exists, but Node.js ${process.version} cannot read .env files (20.12 or later can): upgrade Node.js, or export the variables instead.`,
+    );
+  }
+  process.loadEnvFile(file);
+  return file;
+}
+
+/** Every command, in the order `--help` lists them. The configuration is read once, by the first command that needs it. */
+function buildProgram(envFile: string | undefined, context: FatalContext): Command {
+  const program = new Command('classroom-sync')
+    .description('Keeps your batches in step with the remote classroom service: one class and join link per batch.')
+    .version(packageVersion(), '-V, --version', 'print the version of classroom-sync')
+    .option('--verbose', 'print the stack trace of an error (demo: also log at LOG_LEVEL)')
+    .showHelpAfterError();
+  let config: Config | undefined;
+  const getConfig = () => {
+    config ??= loadConfig();
+    // Lets an error explained later name the database it was about.
+    context.databaseUrl = config.databaseUrl;
+    return config;
+  };
+  registerMigrateCommand(program, getConfig);
+  registerWorkerCommand(program, getConfig);
+  registerEnqueueCommand(program, getConfig);
+  registerStatusCommand(program, getConfig);
+  registerHistoryCommand(program, getConfig);
+  registerRetryCommand(program, getConfig);
+  registerDemoCommand(program, getConfig);
+  registerCheckCommand(program, getConfig, envFile);
+  registerImportCommand(program, getConfig);
+  registerReconcileCommand(program, getConfig);
+  registerAbandonCommand(program, getConfig);
+  registerSandboxCommand(program, getConfig);
+  program.addOption(new Option('--no-color').hideHelp());
+  return program;
+}
+
+/** The version in package.json, read once at start (the CLI runs from its sources). */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}

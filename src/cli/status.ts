@@ -1,0 +1,74 @@
+// `classroom-sync status [BATCH_ID]`: counts of batches by state, or one batch, from the read model.
+import type { Command } from 'commander';
+import { breakersOf } from '../accounts/remotes.ts';
+import type { Config } from '../config.ts';
+import {
+  countByAccount,
+  countByState,
+  findBatch,
+  formatAccountCounts,
+  formatBatch,
+  formatLanes,
+  institutesOf,
+  laneStats,
+  notKnownUnder,
+  refusedKeyLine,
+  viewOf,
+} from '../read-model/index.ts';
+import type { Runtime } from '../runtime.ts';
+import { withRuntime } from './with-runtime.ts';
+
+interface StatusFlags {
+  json?: boolean;
+  institute?: string;
+  showLink?: boolean;
+}
+
+export function registerStatusCommand(program: Command, getConfig: () => Config): Command {
+  return program
+    .command('status')
+    .argument('[batchId]', 'show one batch instead of counts by state')
+    .option('--json', 'print JSON')
+    .option('--institute <id>', 'institute of the batch (default CLASSROOM_INSTITUTE_ID)')
+    .option('--show-link', 'print the full join link (it is a secret: anyone holding it can join)')
+    .description('counts of batches by state, or one batch')
+    .action(async (batchId: string | undefined, opts: StatusFlags) => {
+      await withRuntime(getConfig(), (rt) => (batchId ? printBatch(rt, batchId, opts) : printCounts(rt, opts.json === true)));
+    });
+}
+
+/**
+ * One line per state, then the queue's lanes, then (with several accounts) a line per account, or
+ * one JSON object: the counts, `lanes` and `accounts`. Then a line per account whose key is refused.
+ */
+async function printCounts(rt: Runtime, json: boolean): Promise<void> {
+  const db = rt.database.db;
+  const several = rt.config.accounts.length > 1;
+  const [counts, lanes, accounts] = await Promise.all([countByState(db), laneStats(db), several ? countByAccount(db, rt.config.accounts) : undefined]);
+  if (json) {
+    const perAccount = accounts && Object.fromEntries(accounts.map(({ account, ...rest }) => [account, rest]));
+    console.log(JSON.stringify({ ...counts, lanes, ...(perAccount ? { accounts: perAccount } : {}) }));
+  } else {
+    const lines = [...Object.entries(counts).map(([s, n]) => `${s.padEnd(13)} ${n}`), formatLanes(lanes)];
+    if (accounts) lines.push('accounts', ...accounts.map((a) => `  ${formatAccountCounts(a)}`));
+    console.log(lines.join('\n'));
+  }
+  // On stderr with --json, so the counts stay the JSON they always were.
+  for (const { account, breaker } of breakersOf(rt.remotes)) {
+    const refused = await refusedKeyLine(breaker, rt.config.classroom.keyProbeEveryMs, several ? account : undefined);
+    if (refused) (json ? console.error : console.log)(refused);
+  }
+}
+
+/** The batch's view; for an unknown id, exit code 1 and the institutes it is known under instead. */
+async function printBatch(rt: Runtime, batchId: string, opts: StatusFlags): Promise<void> {
+  const instituteId = opts.institute ?? rt.config.classroom.instituteId;
+  const row = await findBatch(rt.database.db, { instituteId, batchId });
+  if (!row) {
+    console.error(`batch ${batchId} is ${notKnownUnder(instituteId, await institutesOf(rt.database.db, batchId))}`);
+    process.exitCode = 1;
+    return;
+  }
+  const view = viewOf(row);
+  console.log(opts.json ? JSON.stringify(view) : formatBatch(view, opts.showLink === true));
+}

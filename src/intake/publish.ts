@@ -1,0 +1,155 @@
+// Accepting batch-created events. A batch is written to Postgres *before* it is acknowledged, then
+// put on the queue; if the queue write fails the batch is still safe (the sweep enqueues it).
+import type { Logger } from '../logger.ts';
+import * as mapping from '../mapping/index.ts';
+import { withTimeout } from '../timeout.ts';
+import { type BatchLane, type BatchState, type Db, TERMINAL_STATES } from '../mapping/index.ts';
+import { queueLaneOf } from '../sync/lanes.ts';
+import { renderClassName } from '../sync/names.ts';
+import { type Placement, type SyncQueue, queueFor, syncJob } from '../sync/queue.ts';
+import { type BatchCreated, type FieldProblem, type IntakeDefaults, InvalidEventError, parseBatchCreated } from './schema.ts';
+
+export interface PublishDeps {
+  db: Db;
+  queue: SyncQueue;
+  logger: Logger;
+  /** Where events without an institute go, the institutes served, and the class name template. */
+  defaults: IntakeDefaults & { classNameTemplate: string };
+  /** How long to wait for Redis before answering "recorded, not queued yet" (default 2 s). */
+  enqueueTimeoutMs?: number;
+}
+
+export interface AcceptedBatch {
+  batchId: string;
+  instituteId: string;
+  state: BatchState;
+  /** True when this batch was already recorded (a re-post is harmless). */
+  duplicate: boolean;
+  /** False when Redis could not take the job right now; the sweep will enqueue it. */
+  queued: boolean;
+}
+
+export type PublishOutcome = ({ ok: true } & AcceptedBatch) | { ok: false; index: number; problems: FieldProblem[] };
+
+export interface PublishOptions {
+  /**
+   * The lane new batches wait in: `live` (default: events as they happen) or `backfill` (history:
+   * synced when nothing live waits). A batch already recorded keeps its lane.
+   */
+  lane?: BatchLane;
+}
+
+const CHUNK = 1_000;
+
+/** Validates, records and enqueues one event. Throws InvalidEventError naming each bad field. */
+export async function publishBatchCreated(deps: PublishDeps, input: unknown, options: PublishOptions = {}): Promise<AcceptedBatch> {
+  const [outcome] = await publishBatches(deps, [input], options);
+  if (!outcome!.ok) throw new InvalidEventError(outcome!.problems);
+  const { ok: _ok, ...accepted } = outcome!;
+  return accepted;
+}
+
+/** Many events at once; each valid one is accepted even when others are rejected. Order is kept. */
+export async function publishBatches(deps: PublishDeps, inputs: readonly unknown[], options: PublishOptions = {}): Promise<PublishOutcome[]> {
+  const outcomes: PublishOutcome[] = new Array(inputs.length);
+  const valid: { index: number; event: BatchCreated }[] = [];
+  inputs.forEach((input, index) => {
+    const parsed = parseBatchCreated(input, deps.defaults);
+    if (parsed.ok) valid.push({ index, event: parsed.event });
+    else outcomes[index] = { ok: false, index, problems: parsed.problems };
+  });
+  const accepted = await publishParsed(
+    deps,
+    valid.map((v) => v.event),
+    options,
+  );
+  valid.forEach((v, i) => {
+    outcomes[v.index] = { ok: true, ...accepted[i]! };
+  });
+  return outcomes;
+}
+
+/** Records and enqueues events already validated by `parseBatchCreated` (the HTTP API validates first). */
+export async function publishParsed(deps: PublishDeps, events: readonly BatchCreated[], options: PublishOptions = {}): Promise<AcceptedBatch[]> {
+  const accepted: AcceptedBatch[] = [];
+  const lane = options.lane ?? 'live';
+  for (let start = 0; start < events.length; start += CHUNK) accepted.push(...(await recordChunk(deps, events.slice(start, start + CHUNK), lane)));
+  return accepted;
+}
+
+async function recordChunk(deps: PublishDeps, events: BatchCreated[], lane: BatchLane): Promise<AcceptedBatch[]> {
+  // Where each institute's new batches join its line in the lane: counted before they are recorded.
+  const backlog = await mapping.backlogOf(
+    deps.db,
+    lane,
+    events.map((e) => e.instituteId),
+  );
+  // The row and the first line of its audit trail are written together, by one statement.
+  const inserted = await mapping.recordReceived(
+    deps.db,
+    events.map((event) => ({ event, className: renderClassName(deps.defaults.classNameTemplate, event) })),
+    lane,
+  );
+  const fresh = new Set(inserted.map(keyOf));
+  // A row inserted just now is `pending` (its job is not even queued yet): only batches that were
+  // already known need their state read back.
+  const known = await currentStates(
+    deps.db,
+    events.filter((e) => !fresh.has(keyOf(e))),
+  );
+  const seen = new Set<string>();
+  const results = events.map((e) => {
+    const k = keyOf(e);
+    // The first occurrence of a key in this request is "new" if we inserted it; repeats are duplicates.
+    const duplicate = !fresh.has(k) || seen.has(k);
+    seen.add(k);
+    const stored = known.get(k);
+    const placement = stored ? { lane: queueLaneOf(stored.lane, stored.state) } : nextInLine(backlog, e.instituteId, lane);
+    return { batchId: e.batchId, instituteId: e.instituteId, state: stored?.state ?? 'pending', duplicate, queued: false, placement };
+  });
+  await enqueue(deps, results);
+  return results.map(({ placement: _placement, ...accepted }) => accepted);
+}
+
+/** The next place in `instituteId`'s line in the lane (and moves the line on). */
+function nextInLine(backlog: Map<string, number>, instituteId: string, lane: BatchLane): Placement {
+  const position = backlog.get(instituteId) ?? 0;
+  backlog.set(instituteId, position + 1);
+  return { lane, position };
+}
+
+/**
+ * Re-posting a batch that is not finished re-enqueues it: harmless (one job id per batch), and it
+ * heals a batch whose first enqueue failed. BullMQ waits for Redis to come back rather than failing;
+ * an HTTP caller should not. A late success is harmless, and the sweep covers a late failure.
+ */
+async function enqueue(deps: PublishDeps, results: (AcceptedBatch & { placement: Placement })[]): Promise<void> {
+  const queuedKeys = new Set<string>();
+  const toQueue = results.filter((r) => {
+    const k = keyOf(r);
+    if (TERMINAL_STATES.includes(r.state) || queuedKeys.has(k)) return false;
+    queuedKeys.add(k);
+    return true;
+  });
+  const byQueue = new Map<ReturnType<typeof queueFor>, ReturnType<typeof syncJob>[]>();
+  for (const r of toQueue) {
+    const target = queueFor(deps.queue, r.placement.lane);
+    byQueue.set(target, [...(byQueue.get(target) ?? []), syncJob(r, r.placement)]);
+  }
+  try {
+    const added = Promise.all([...byQueue].map(([queue, jobs]) => queue.addBulk(jobs)));
+    await withTimeout(added, deps.enqueueTimeoutMs ?? 2_000, 'Redis');
+    for (const r of results) r.queued = queuedKeys.has(keyOf(r));
+  } catch (error) {
+    deps.logger.warn({ err: error, batches: toQueue.length }, 'batches recorded but not queued (Redis unavailable); the sweep will enqueue them');
+  }
+}
+
+async function currentStates(db: Db, events: BatchCreated[]): Promise<Map<string, { state: BatchState; lane: BatchLane }>> {
+  const rows = await mapping.statesOf(db, events);
+  return new Map(rows.map((r) => [keyOf(r), { state: r.state, lane: r.lane }]));
+}
+
+function keyOf(k: { instituteId: string; batchId: string }): string {
+  return `${k.instituteId}\u0000${k.batchId}`;
+}

@@ -1,0 +1,55 @@
+// A runner's claim on one batch: granted only while no other runner holds an unexpired lease, with
+// a new epoch that every later write of the run must name.
+import { sql } from 'drizzle-orm';
+import { TERMINAL_STATES } from '../db/schema/index.ts';
+import { type Db, ROW_B, decodeRow, execute, interval, prepared } from './sql.ts';
+import type { BatchKey, Lease, MappingRow } from './types.ts';
+
+export type AcquireResult =
+  | {
+      status: 'acquired';
+      lease: Lease;
+      row: MappingRow;
+      /** The database's clock at the grant: runs time their read-lag windows by it. */
+      dbNow: Date;
+    }
+  | { status: 'terminal'; row: MappingRow }
+  | { status: 'busy'; retryInMs: number }
+  | { status: 'missing' };
+
+const terminal = sql.join(
+  TERMINAL_STATES.map((s) => sql`${s}::batch_state`),
+  sql`, `,
+);
+
+export async function acquireLease(db: Db, key: BatchKey, owner: string, leaseMs: number, attempt: number): Promise<AcquireResult> {
+  const [granted] = await prepared(
+    db,
+    'acquire_lease',
+    sql`
+    update batch_classes b
+       set lease_owner = ${owner}, lease_epoch = b.lease_epoch + 1, lease_expires_at = now() + ${interval(leaseMs)},
+           attempts = ${attempt}, updated_at = now()
+     where b.institute_id = ${key.instituteId} and b.batch_id = ${key.batchId}
+       and b.state not in (${terminal})
+       and (b.lease_expires_at is null or b.lease_expires_at < now())
+    returning ${ROW_B}, now() as "dbNow"`,
+  );
+  if (granted) {
+    const { dbNow, ...raw } = granted;
+    const row = decodeRow(raw);
+    const lease = { rowId: row.id, batchId: row.batchId, epoch: row.leaseEpoch, owner };
+    return { status: 'acquired', row, dbNow: new Date(dbNow as string | Date), lease };
+  }
+  const [existing] = await execute<MappingRow & { waitMs: number }>(
+    db,
+    sql`
+      select ${ROW_B}, greatest(0, extract(epoch from (b.lease_expires_at - now())) * 1000)::int as "waitMs"
+        from batch_classes b where b.institute_id = ${key.instituteId} and b.batch_id = ${key.batchId}`,
+  ).then((r) => r.rows);
+  if (!existing) return { status: 'missing' };
+  const { waitMs, ...raw } = existing;
+  const row = decodeRow(raw);
+  if (TERMINAL_STATES.includes(row.state)) return { status: 'terminal', row };
+  return { status: 'busy', retryInMs: Number(waitMs) + 250 };
+}

@@ -1,0 +1,12 @@
+import { sql } from 'drizzle-orm';
+import { fencedWrite } from './fenced-write.ts';
+import type { DbOrTx, ProgressRow } from './sql.ts';
+import type { AuditEvent, Lease } from './types.ts';
+
+/**
+ * Back to `pending`: the add-class is known not to have made a class (it failed before the remote
+ * acted, or the listing showed none once the read-lag window had passed), so it may be sent again.
+ */
+export function forgetCreate(db: DbOrTx, lease: Lease, leaseMs: number, events: readonly AuditEvent[]): Promise<ProgressRow> {
+  return fencedWrite(db, lease, { name: 'forget_create', set: sql`state = 'pending', create_sent_at = null`, lease: { extendMs: leaseMs }, events });
+}

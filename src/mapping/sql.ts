@@ -1,0 +1,143 @@
+// Pieces every statement of the mapping module shares: the select list that returns a whole row
+// as `MappingRow`, the audit-trail insert, and interval parameters.
+import { type SQL, getTableColumns, sql } from 'drizzle-orm';
+import { DrizzleQueryError } from 'drizzle-orm/errors';
+import { PgDialect } from 'drizzle-orm/pg-core';
+import type pg from 'pg';
+import type { Db, DbOrTx } from '../db/client.ts';
+import { batchClasses } from '../db/schema/index.ts';
+import type { AuditEvent, MappingRow } from './types.ts';
+
+export type { Db, DbOrTx };
+
+/**
+ * `b.institute_id as "instituteId", …` for every column of batch_classes, so a raw statement's rows
+ * come back shaped as drizzle's select would give them (bigserial id as a number).
+ */
+export function rowColumns(alias: string, keys?: readonly string[]): SQL {
+  const list = Object.entries(getTableColumns(batchClasses))
+    .filter(([key]) => keys === undefined || keys.includes(key))
+    .map(([key, column]) => `${alias}.${column.name}${column.columnType === 'PgBigSerial53' ? '::float8' : ''} as "${key}"`);
+  return sql.raw(list.join(', '));
+}
+
+export const ROW_B = rowColumns('b');
+
+/**
+ * What a sync write returns: the columns that move as a batch does, not the event or the review (a
+ * run already holds those from its lease). Decoding the whole row, jsonb and all, after
+ * each of a batch's writes was a measurable share of its cost.
+ */
+export const PROGRESS_KEYS = [
+  'id',
+  'instituteId',
+  'batchId',
+  'className',
+  'remoteName',
+  'classId',
+  'joinLink',
+  'state',
+  'attempts',
+  'lastError',
+  'lastErrorKind',
+  'receivedAt',
+  'createSentAt',
+  'classCreatedAt',
+  'linkEnabledAt',
+  'syncedAt',
+  'failedAt',
+  'updatedAt',
+] as const satisfies readonly (keyof MappingRow)[];
+
+export type ProgressRow = Pick<MappingRow, (typeof PROGRESS_KEYS)[number]>;
+
+export const PROGRESS_B = rowColumns('b', PROGRESS_KEYS);
+
+const COLUMNS = Object.entries(getTableColumns(batchClasses));
+
+/**
+ * A row selected with `rowColumns`, each value decoded as drizzle's select would decode it (the
+ * driver hands raw statements' timestamps over as text).
+ */
+export function decodeRow(raw: Record<string, unknown>): MappingRow {
+  const row: Record<string, unknown> = { ...raw };
+  for (const [key, column] of COLUMNS) {
+    const value = raw[key];
+    if (value !== null && value !== undefined) row[key] = column.mapFromDriverValue(value);
+  }
+  return row as MappingRow;
+}
+
+export const interval = (ms: number): SQL => sql`(${ms} * interval '1 millisecond')`;
+
+/** Rows of a raw statement that selected `rowColumns`. */
+export async function rowsOf(db: DbOrTx, statement: SQL): Promise<MappingRow[]> {
+  return (await db.execute(statement)).rows.map(decodeRow);
+}
+
+const dialect = new PgDialect();
+
+/**
+ * Runs a statement of a batch's hot path as a named prepared statement: PostgreSQL parses and plans
+ * it once per connection, and later runs send only its name and parameters instead of ~1 KB of SQL
+ * (which measurably cost the worker CPU per batch: bench/cost.ts). drizzle still builds the SQL.
+ * `name` must stand for one text only: callers name each variant of a statement. Errors come back
+ * as drizzle's own, so they are classified and redacted like any other failed statement.
+ */
+export async function prepared(db: DbOrTx, name: string, statement: SQL): Promise<Record<string, unknown>[]> {
+  const pool = (db as { $client?: pg.Pool }).$client;
+  if (!pool) return (await db.execute(statement)).rows;
+  const { sql: text, params } = dialect.sqlToQuery(statement);
+  try {
+    return (await pool.query({ name, text, values: params })).rows;
+  } catch (error) {
+    throw new DrizzleQueryError(text, params, error instanceof Error ? error : new Error(String(error)));
+  }
+}
+
+const EVENT_RECORD = sql.raw(
+  'e(at timestamptz, type text, from_state text, to_state text, operation text, http_status int, body_status int, duration_ms int, outcome text, error text, attempt int, worker_id text, class_id text, detail jsonb)',
+);
+
+/** The events as one jsonb parameter (the insert then costs one statement, whatever their number). */
+function eventsParam(events: readonly AuditEvent[]): string {
+  return JSON.stringify(
+    events.map((e) => ({
+      at: e.at ?? null,
+      type: e.type,
+      from_state: 'fromState' in e ? (e.fromState ?? null) : null,
+      to_state: 'toState' in e ? (e.toState ?? null) : null,
+      operation: 'operation' in e ? e.operation : null,
+      http_status: 'httpStatus' in e ? e.httpStatus : null,
+      body_status: 'bodyStatus' in e ? e.bodyStatus : null,
+      duration_ms: 'durationMs' in e ? e.durationMs : null,
+      outcome: 'outcome' in e ? e.outcome : null,
+      error: e.error ?? null,
+      attempt: e.attempt ?? null,
+      worker_id: e.workerId ?? null,
+      class_id: e.classId ?? null,
+      detail: e.detail ?? null,
+    })),
+  );
+}
+
+/**
+ * `insert into batch_events …` of `events` for the row ids that `rowIds` (a select) yields: used as
+ * a CTE beside the state change it explains, so the two are one statement and never disagree.
+ */
+export function insertEvents(rowIds: SQL, events: readonly AuditEvent[]): SQL {
+  return sql`insert into batch_events (batch_row_id, at, type, from_state, to_state, operation, http_status, body_status, duration_ms, outcome, error, attempt, worker_id, class_id, detail)
+    select r.id, coalesce(e.at, now()), e.type, e.from_state, e.to_state, e.operation, e.http_status, e.body_status, e.duration_ms, e.outcome, e.error, e.attempt, e.worker_id, e.class_id, e.detail
+      from (${rowIds}) r, jsonb_to_recordset(${eventsParam(events)}::jsonb) as ${EVENT_RECORD}`;
+}
+
+/** `(institute_id, batch_id)` pairs as a table `v`, from two array parameters. */
+export function keyTable(keys: readonly { instituteId: string; batchId: string }[]): SQL {
+  return sql`select unnest(${sql.param(keys.map((k) => k.instituteId))}::text[]) as institute_id, unnest(${sql.param(keys.map((k) => k.batchId))}::text[]) as batch_id`;
+}
+
+/** A raw statement whose rows have the shape `T` (its select list names them so). */
+export async function execute<T>(db: DbOrTx, statement: SQL): Promise<{ rows: T[]; rowCount: number | null }> {
+  const result = await db.execute(statement);
+  return { rows: result.rows as T[], rowCount: result.rowCount };
+}

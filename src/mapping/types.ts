@@ -1,0 +1,93 @@
+// Glossary
+//   batch       a group of students in the integrator's own system, named by its batchId
+//   class       the remote service's counterpart of a batch (also "room"); one per batch, never two
+//   ClassID     the remote's id of a class (`_id`); opaque (24-hex in practice, a UUID in the spec)
+//   join link   the class's public magic link (`joinMagicLink`); a secret: anyone holding it can join
+//   mapping     a row of batch_classes: batch → ClassID + join link, and how far the sync got
+//   audit trail the rows of batch_events: every state transition and remote call of a batch
+//   lease       a runner's claim on a batch (owner, epoch, expiry); every write names its epoch
+//   drift       any difference between the mappings and what the remote lists
+//   orphan      a remote class that no mapping points at
+import type { BatchEventType, BatchRow, BatchState } from '../db/schema/index.ts';
+
+export { BATCH_EVENT_TYPES, BATCH_LANES, BATCH_STATES, TERMINAL_STATES } from '../db/schema/index.ts';
+export type {
+  BatchEventType,
+  BatchLane,
+  BatchState,
+  Candidate,
+  EventDetail,
+  ListName,
+  NameMatch,
+  Review,
+  ReviewEvidence,
+  StoredEvent,
+} from '../db/schema/index.ts';
+
+/** A batch, as the integrator names it: unique within its institute. */
+export interface BatchKey {
+  instituteId: string;
+  batchId: string;
+}
+
+/** One row of the mapping table, its jsonb columns typed. */
+export type MappingRow = BatchRow;
+
+/** A runner's hold on one batch: every write it makes names this epoch. */
+export interface Lease {
+  rowId: number;
+  batchId: string;
+  epoch: number;
+  owner: string;
+}
+
+/** How a remote call ended, as the audit trail records it. */
+export type CallOutcome = 'ok' | 'not_sent' | 'rejected' | 'throttled' | 'outcome_unknown' | 'credentials_refused';
+
+interface EventBase {
+  at?: Date;
+  attempt?: number | null;
+  workerId?: string | null;
+  classId?: string | null;
+  detail?: Record<string, unknown> | null;
+}
+
+/** A line of a batch's audit trail, before it is stored. */
+export type AuditEvent =
+  | (EventBase & {
+      type: 'remote_call';
+      operation: string;
+      outcome: CallOutcome;
+      httpStatus: number | null;
+      bodyStatus: number | null;
+      durationMs: number;
+      error: string | null;
+    })
+  | (EventBase & { type: Exclude<BatchEventType, 'remote_call'>; fromState?: BatchState | null; toState?: BatchState | null; error?: string | null });
+
+/** A stored line of a batch's audit trail. */
+export interface TimelineEntry {
+  id: number;
+  at: Date;
+  type: BatchEventType;
+  fromState: string | null;
+  toState: string | null;
+  operation: string | null;
+  httpStatus: number | null;
+  bodyStatus: number | null;
+  durationMs: number | null;
+  outcome: string | null;
+  error: string | null;
+  attempt: number | null;
+  workerId: string | null;
+  classId: string | null;
+  detail: Record<string, unknown> | null;
+}
+
+/** A run's write found another runner holding a newer lease epoch: this run must stop writing at once. */
+export class LeaseLostError extends Error {
+  override readonly name = 'LeaseLostError';
+  constructor(batchId: string) {
+    super(`lease on batch ${batchId} was taken over by another runner; this run stops without writing`);
+  }
+}

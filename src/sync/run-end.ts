@@ -1,0 +1,104 @@
+// How a run that did not reach rest leaves its batch, and what it tells the queue. Every error is
+// classified once (`failureOf`), and what happens next follows from its kind (`queueAction`): a
+// delay leaves the batch unchanged (a 429 also pauses the fleet, a refused key stops this
+// process), a retry keeps the error for operators, a failure is stored as `failed`. The lease is
+// always released on the way out, with the calls the run made.
+import { isClassroomError, isForbidden } from '../classroom/errors.ts';
+import * as mapping from '../mapping/index.ts';
+import { DeferError, type Failure, PermanentSyncError, SyncError, failureOf, queueAction } from './errors.ts';
+import type { BatchRun } from './steps.ts';
+
+/** How soon a job deferred by a refused key comes back (its process is paused until the key works). */
+const KEY_REFUSED_RETRY_MS = 1_000;
+
+/** Records why this run stopped and releases the lease; returns the error the queue acts on (a SyncError). */
+export async function endRun(run: BatchRun, error: unknown): Promise<SyncError> {
+  const ended = await classifyAndRelease(run, error);
+  ended.batchState = run.current.state;
+  return ended;
+}
+
+async function classifyAndRelease(run: BatchRun, error: unknown): Promise<SyncError> {
+  const failure = await confirmRefusal(run, error, failureOf(error));
+  switch (queueAction(failure.kind)) {
+    case 'delay':
+      return delay(run, failure, error);
+    case 'fail':
+      return fail(run, failure, error);
+    case 'retry': {
+      // Logged as the classified error: a raw database error's message carries the statement's
+      // parameters, which can hold a join link.
+      const retry = error instanceof SyncError ? error : new SyncError(failure.kind, failure.reason, failure.message, { cause: error });
+      const logged = isClassroomError(error) ? error : retry;
+      run.log.warn({ err: logged, kind: failure.kind, reason: failure.reason, state: run.current.state }, `attempt failed, will retry: ${failure.message}`);
+      await release(run, { as: 'attempt_failed', error: failure.message, errorKind: failure.kind });
+      return retry;
+    }
+  }
+}
+
+/**
+ * A 403 is about the key or about this batch's institute or class: a harmless read tells which. When
+ * that read fails too, it cannot be told yet, and the attempt is retried.
+ */
+async function confirmRefusal(run: BatchRun, error: unknown, failure: Failure): Promise<Failure> {
+  if (!isForbidden(error) || !run.deps.credentials) return failure;
+  const verdict = await run.deps.credentials.confirmForbidden(error);
+  if (verdict === 'batch') return failure;
+  if (verdict === 'key') return { ...failure, kind: 'credentials_refused', reason: 'http_403_key' };
+  const message = `${failure.message}; whether the key or this batch was refused could not be told (the probe failed too): will try again`;
+  return { ...failure, kind: 'unconfirmed_refusal', message };
+}
+
+async function delay(run: BatchRun, failure: Failure, error: unknown): Promise<SyncError> {
+  if (failure.kind === 'credentials_refused') {
+    // Not this batch's fault: no state change, no error stored, no attempt used; the process stops
+    // taking jobs until the breaker closes, so the short delay costs nothing.
+    run.deps.credentials?.refused();
+    await release(run, { as: 'unchanged' });
+    return new DeferError(
+      KEY_REFUSED_RETRY_MS,
+      `the remote refuses the API key; waiting for it to work again: ${failure.message}`,
+      failure.kind,
+      failure.reason,
+    );
+  }
+  if (failure.kind === 'throttled') {
+    const pauseMs = (error as { retryAfterMs?: number }).retryAfterMs ?? run.deps.settings.throttlePauseMs;
+    await run.deps.limiter?.pause(pauseMs);
+    await release(run, { as: 'attempt_failed', error: failure.message, errorKind: failure.kind });
+    return new DeferError(pauseMs, `remote throttled; the fleet pauses ${pauseMs} ms: ${failure.message}`, failure.kind, failure.reason);
+  }
+  await release(run, { as: 'unchanged' });
+  return error instanceof SyncError ? error : new DeferError(failure.delayMs ?? 1_000, failure.message, failure.kind, failure.reason);
+}
+
+async function fail(run: BatchRun, failure: Failure, error: unknown): Promise<SyncError> {
+  if (failure.kind === 'ambiguous_create' || failure.kind === 'not_recorded') {
+    // Already stored as needs_review (with its evidence), or nothing to store.
+    await release(run, { as: 'unchanged' });
+    return error instanceof SyncError ? error : new PermanentSyncError(failure.kind, failure.reason, failure.message, { cause: error });
+  }
+  const row = run.current;
+  const from = row.state;
+  // A refusal need not say what was refused (an unknown institute is "instituteId: not an
+  // institute..."): the stored reason names the institute or class the call was about.
+  const aboutInstitute = (error as { operation?: string }).operation === 'addClass' || (error as { operation?: string }).operation === 'listClasses';
+  const [what, id] = aboutInstitute ? ['institute', row.instituteId] : ['class', row.classId];
+  const reason = id && !failure.message.includes(id) ? `${failure.message} (${what} ${id})` : failure.message;
+  await release(run, { as: 'failed', error: reason, errorKind: failure.kind });
+  run.log.warn({ err: error, kind: failure.kind, reason: failure.reason, from, to: 'failed', classId: row.classId }, `batch failed: ${reason}`);
+  return new PermanentSyncError(failure.kind, failure.reason, reason, { cause: error });
+}
+
+async function release(run: BatchRun, end: mapping.RunEnd): Promise<void> {
+  const to = end.as === 'failed' ? 'failed' : run.current.state;
+  try {
+    const unstored = { ...run.unstored };
+    await run.write(to, (events) => mapping.releaseLease(run.deps.db, run.lease, end, events, unstored), end.as === 'failed' ? { error: end.error } : {});
+  } catch (error) {
+    // The lease will simply expire; the original error matters more to the caller.
+    const { kind, reason, message } = failureOf(error);
+    run.log.error({ failure: { kind, reason, message } }, 'could not release the lease; it will expire on its own');
+  }
+}

@@ -1,0 +1,244 @@
+// One run of the state machine over one batch: a step per state, each one remote call between its
+// writes. The writes are the mapping module's named operations (src/mapping); this file decides
+// which one follows which answer.
+import type { CallOptions } from '../classroom/client.ts';
+import { isClassroomError, isNotFound } from '../classroom/errors.ts';
+import type { ClassRecord } from '../classroom/schemas.ts';
+import type { Logger } from '../logger.ts';
+import type { AuditEvent, BatchState, Lease, MappingRow, ProgressRow } from '../mapping/index.ts';
+import * as mapping from '../mapping/index.ts';
+import { DeferError, PermanentSyncError, SyncError } from './errors.ts';
+import { Journal } from './journal.ts';
+import { queueLaneOf } from './lanes.ts';
+import { ReadLag } from './read-lag.ts';
+import type { SyncDeps } from './types.ts';
+import { resolveUnknownCreate } from './resolve.ts';
+
+export class BatchRun {
+  readonly log: Logger;
+  readonly journal: Journal;
+  private readonly lag: ReadLag;
+  /** When the lease was last extended by a write of this run (local monotonic clock). */
+  private lastWriteAt = performance.now();
+  /** What this run learned and has not stored yet; its next write (or its release) stores it. */
+  readonly unstored: mapping.Unstored = {};
+
+  constructor(
+    readonly deps: SyncDeps,
+    readonly lease: Lease,
+    private row: MappingRow,
+    startedAt: Date,
+    attempt: number,
+    /** A rate-limit slot the job reserved before the run (the lower lanes'): the first call uses it. */
+    private firstSlot?: Promise<void> | undefined,
+  ) {
+    this.log = deps.logger.child({ batchId: row.batchId, instituteId: row.instituteId });
+    this.journal = new Journal({ attempt, workerId: deps.workerId });
+    this.lag = new ReadLag(startedAt, deps.settings.readLagMs);
+  }
+
+  get current(): MappingRow {
+    return this.row;
+  }
+
+  /** Runs the step of the current state; false once the batch is at rest. */
+  async step(): Promise<boolean> {
+    switch (this.row.state) {
+      case 'pending':
+        await this.create();
+        return true;
+      case 'creating':
+        await this.resolveCreate();
+        return true;
+      case 'created':
+        await this.enableLink();
+        return true;
+      case 'link_enabled':
+        await this.readLink();
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  private async create(): Promise<void> {
+    const event = this.row.event;
+    const { leaseMs } = this.deps.settings;
+    // Add-class is the one call that cannot be repeated harmlessly: right before it leaves, always a
+    // fenced write of the intent, whatever the clock says (a frozen process may have lost its lease).
+    const markCreating = () => this.write('creating', (events) => mapping.markCreating(this.deps.db, this.lease, leaseMs, events));
+    let classId: string;
+    try {
+      const input = { name: this.row.className, subject: event.subject, instituteId: this.row.instituteId, extra: event.extra ?? {} };
+      ({ classId } = await this.deps.classroom.addClass(input, this.callOptions(markCreating)));
+    } catch (error) {
+      // Only a failure that proves nothing was created may forget that a POST was attempted.
+      if (isClassroomError(error) && error.kind !== 'outcome_unknown' && this.row.state === 'creating') {
+        await this.write('pending', (events) => mapping.forgetCreate(this.deps.db, this.lease, leaseMs, events));
+      }
+      throw error;
+    }
+    await this.storeClassId(classId, 'created');
+  }
+
+  private async storeClassId(classId: string, how: 'created' | 'adopted', remoteName?: string): Promise<void> {
+    const detail = how === 'adopted' ? { resolution: 'adopt' } : undefined;
+    try {
+      await this.write('created', (events) => mapping.storeClass(this.deps.db, this.lease, this.deps.settings.leaseMs, { classId, remoteName }, events), {
+        classId,
+        detail,
+      });
+    } catch (error) {
+      // Losing the lease must not lose a class we know exists: claim it if nobody stored one yet.
+      if (error instanceof mapping.LeaseLostError && !(await mapping.claimCreatedClass(this.deps.db, this.lease.rowId, classId))) {
+        this.log.error({ classId }, 'created a class after losing the lease and the batch already has another: reconciliation will report it as orphan_remote');
+      }
+      throw error;
+    }
+    this.log.info({ classId, how }, `class ${how}`);
+  }
+
+  private async resolveCreate(): Promise<void> {
+    const { settleMs, nameRules, leaseMs } = this.deps.settings;
+    const row = this.row;
+    const waitMs = (row.createSentAt?.getTime() ?? 0) + settleMs - this.lag.start.getTime();
+    if (waitMs > 0) {
+      throw new DeferError(waitMs + 50, `add-class outcome unknown; reading the listing after a ${settleMs} ms settle delay`, 'busy', 'settle_delay');
+    }
+    await this.touch();
+    let resolution: Awaited<ReturnType<typeof resolveUnknownCreate>>;
+    try {
+      const claims = (ids: string[]) => mapping.claimsOnCandidates(this.deps.db, row, ids);
+      const input = { instituteId: row.instituteId, className: row.className, rules: nameRules, claims };
+      resolution = await resolveUnknownCreate(this.deps.classroom, input, this.callOptions());
+    } catch (error) {
+      // The institute did answer the add-class; a listing that does not know it yet is lagging.
+      if (isNotFound(error) && row.createSentAt && this.lag.left(row.createSentAt) > 0)
+        throw this.lag.notVisibleYet(row.createSentAt, `institute ${row.instituteId}`);
+      throw error;
+    }
+    if (resolution.decision === 'create' && this.lag.left(row.createSentAt) > 0) {
+      // Adopting may be quick, but "no class" is only believed once the remote has had time to show it.
+      const why = 'no class of this name is listed yet; reading again once SYNC_READ_LAG has passed since the add-class';
+      throw new DeferError(this.lag.left(row.createSentAt) + 50, why, 'not_visible_yet', 'listing_lag');
+    }
+    this.log.info({ decision: resolution.decision }, 'resolved an add-class of unknown outcome by reading the listing');
+    if (resolution.decision === 'adopt') return this.storeClassId(resolution.classId, 'adopted', resolution.remoteName);
+    if (resolution.decision === 'create') {
+      await this.write('pending', (events) => mapping.forgetCreate(this.deps.db, this.lease, leaseMs, events), { detail: { resolution: 'create' } });
+      return;
+    }
+    const review = { reason: resolution.reason, evidence: resolution.evidence };
+    const detail = { resolution: 'review', matches: resolution.evidence.matches.map((m) => m._id) };
+    await this.write('needs_review', (events) => mapping.markNeedsReview(this.deps.db, this.lease, review, events), { error: review.reason, detail });
+    throw new PermanentSyncError('ambiguous_create', 'needs_review', `needs_review: ${resolution.reason}`);
+  }
+
+  private async enableLink(): Promise<void> {
+    const classId = this.requireClassId();
+    try {
+      await this.deps.classroom.enableJoinLink(
+        classId,
+        this.callOptions(() => this.touch()),
+      );
+    } catch (error) {
+      throw this.lag.classGone(error, this.row.classCreatedAt, classId, 'edit-class');
+    }
+    // No write here: edit-class may be sent again, harmlessly, so this recovery point is stored with
+    // the next write (synced), or by the release if the run stops before it.
+    const at = new Date(this.lag.now());
+    this.unstored.linkEnabledAt = at;
+    this.journal.transition('created', 'link_enabled', classId);
+    this.moveTo({ ...this.row, state: 'link_enabled', linkEnabledAt: at });
+  }
+
+  private async readLink(): Promise<void> {
+    const classId = this.requireClassId();
+    let record: ClassRecord;
+    try {
+      record = await this.deps.classroom.getClass(
+        classId,
+        this.callOptions(() => this.touch()),
+      );
+    } catch (error) {
+      throw this.lag.classGone(error, this.row.classCreatedAt, classId, 'get-class');
+    }
+    if (record._id !== classId) {
+      throw new SyncError('remote_inconsistent', 'class_id_mismatch', `get-class for ${classId} answered with class ${record._id}; will read again`);
+    }
+    if (!record.joinMagicLink) {
+      const enabledAt = this.row.linkEnabledAt;
+      if (enabledAt && this.lag.left(enabledAt) > 0) throw this.lag.notVisibleYet(enabledAt, `the join link of class ${classId}`);
+      // The edit did not stick (or was undone on the remote): enable it again on the next attempt.
+      this.unstored.linkEnabledAt = undefined;
+      await this.write('created', (events) => mapping.redoLinkStep(this.deps.db, this.lease, this.deps.settings.leaseMs, events));
+      throw new SyncError('remote_inconsistent', 'link_not_kept', `class ${classId} has no join link after enabling it; will enable it again`);
+    }
+    const linkEnabledAt = this.row.linkEnabledAt ?? new Date(this.lag.now());
+    const read = { joinLink: record.joinMagicLink, remoteName: typeof record.name === 'string' ? record.name : undefined, linkEnabledAt };
+    await this.write('synced', (events) => mapping.markSynced(this.deps.db, this.lease, read, events));
+  }
+
+  private requireClassId(): string {
+    if (!this.row.classId) {
+      throw new SyncError('internal', 'missing_class_id', `batch ${this.row.batchId} is ${this.row.state} without a ClassID; the mapping is inconsistent`);
+    }
+    return this.row.classId;
+  }
+
+  private callOptions(beforeSend?: () => Promise<void>): CallOptions {
+    const slotReady = this.firstSlot;
+    this.firstSlot = undefined;
+    // Live batches' first call reserves in the live lane; every later call of a batch (and of a lower
+    // lane's batch, whose first slot was reserved before the run) is a batch under way.
+    const lane = queueLaneOf(this.row.lane, this.row.state) === 'live' ? 'live' : 'under_way';
+    return {
+      ...(beforeSend ? { beforeSend } : {}),
+      ...(slotReady ? { slotReady } : {}),
+      lane,
+      observe: (call) => this.journal.record(call, this.row.classId),
+    };
+  }
+
+  /**
+   * Extends the lease before a call that can be repeated harmlessly (the listing, edit-class,
+   * get-class), unless a write of this run extended it a moment ago (SYNC_LEASE ≥ 3 × CLASSROOM_TIMEOUT,
+   * so two thirds of a lease ahead outlasts any one request). Skipping it is safe even for a run that
+   * lost its lease while frozen: such a call changes nothing, and the write after it is fenced.
+   * Add-class is never preceded by this: see `create`.
+   */
+  private async touch(): Promise<void> {
+    const { leaseMs } = this.deps.settings;
+    // Calls in the journal wait for the next write; they need no statement of their own.
+    if (performance.now() - this.lastWriteAt < leaseMs / 3) return;
+    const unstored = { ...this.unstored };
+    await this.write(this.row.state, (events) => mapping.touchLease(this.deps.db, this.lease, leaseMs, events, unstored));
+  }
+
+  /** Runs a write that leads to `to`, with the journal's calls and the transition; logs and reports it. */
+  async write(
+    to: BatchState,
+    operation: (events: AuditEvent[]) => Promise<ProgressRow | undefined>,
+    facts: { classId?: string; error?: string; detail?: Record<string, unknown> | undefined } = {},
+  ): Promise<void> {
+    const from = this.row.state;
+    const events = this.journal.take(from, to, { classId: facts.classId ?? this.row.classId, error: facts.error ?? null, detail: facts.detail });
+    const progress = await operation(events);
+    if (!progress) return;
+    this.lastWriteAt = performance.now();
+    this.moveTo({ ...this.row, ...progress });
+  }
+
+  /** The run's view of its batch moves on; a change of state is logged and reported. */
+  private moveTo(row: MappingRow): void {
+    const from = this.row.state;
+    this.row = row;
+    if (row.state !== from) this.announce(from, row);
+  }
+
+  /** Logs and reports a transition (also the one the lease grant made: `pending → creating`). */
+  announce(from: BatchState, row: MappingRow): void {
+    this.log.info({ from, to: row.state, classId: row.classId, attempt: row.attempts }, `batch ${from} → ${row.state}`);
+    this.deps.onTransition?.({ key: row, from, to: row.state, row });
+  }
+}

@@ -1,0 +1,63 @@
+// What a sync run needs and reports: its dependencies (handed in by the worker, or by a test), its
+// settings, and the transitions it announces.
+import type { ClassroomClient } from '../classroom/client.ts';
+import type { Logger } from '../logger.ts';
+import type { BatchKey, BatchState, Db, MappingRow } from '../mapping/index.ts';
+import type { RateLimiter } from '../ratelimit/limiter.ts';
+import type { CredentialsGuard } from './credentials.ts';
+import type { NameRules } from './matching.ts';
+
+export interface SyncSettings {
+  leaseMs: number;
+  settleMs: number;
+  /** How long after a write the remote may still answer 404 for it or leave it out of the listing. */
+  readLagMs: number;
+  /** Pause for the whole fleet after a 429 that carried no Retry-After. */
+  throttlePauseMs: number;
+  nameRules: NameRules;
+}
+
+export interface Transition {
+  key: BatchKey;
+  from: BatchState;
+  to: BatchState;
+  row: MappingRow;
+}
+
+export interface SyncDeps {
+  db: Db;
+  classroom: ClassroomClient;
+  limiter?: RateLimiter | undefined;
+  logger: Logger;
+  workerId: string;
+  settings: SyncSettings;
+  onTransition?: ((transition: Transition) => void) | undefined;
+  /** Told when the key is refused; tells a 403 about the key from one about a batch. */
+  credentials?: CredentialsGuard | undefined;
+}
+
+/** One account as a sync run uses it: the batch's institute decides which (src/accounts). */
+export interface SyncAccount {
+  name: string;
+  classroom: ClassroomClient;
+  limiter: RateLimiter;
+  credentials: CredentialsGuard;
+}
+
+/** What the queue's processor needs: a run's dependencies, less the account, which each batch picks. */
+export interface ProcessorDeps extends Omit<SyncDeps, 'classroom' | 'limiter' | 'credentials'> {
+  /** The account serving `instituteId`; undefined when none does (the batch then waits for one). */
+  accountFor(instituteId: string): SyncAccount | undefined;
+  /**
+   * Several accounts share these worker slots: a job reserves its first call's slot before its run
+   * and never holds a worker slot waiting for one its account cannot give it yet.
+   */
+  sharedSlots?: boolean;
+}
+
+export interface SyncOutcome {
+  state: BatchState;
+  classId: string | null;
+  /** False when the batch was already terminal and nothing was sent. */
+  worked: boolean;
+}

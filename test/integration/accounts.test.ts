@@ -1,0 +1,199 @@
+// Several accounts on one deployment: each institute's batches reach the remote with its own
+// account's credentials, at its own account's rate limit; one account's refused key stops only that
+// account; reconciliation reads every account's institutes; intake refuses an institute no account serves.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { publishBatches } from '../../src/intake/publish.ts';
+import { runReconciliation } from '../../src/reconcile/run.ts';
+import { reconcileDepsOf, reconcileOptionsOf } from '../../src/reconcile/setup.ts';
+import { type TestAccount, accountEntry, instituteOf, writeAccountsFile } from '../helpers/accounts.ts';
+import { rowsOf, untilAllSynced } from '../helpers/batches.ts';
+import { killAllChildren, runCli, scratchDir } from '../helpers/cli.ts';
+import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { useHarnessPerTest } from '../helpers/use-harness.ts';
+import { BEARER, call, startTestWorker } from './http-helpers.ts';
+
+const each = useHarnessPerTest();
+
+async function harnessWith(accounts: TestAccount[], env: Record<string, string> = {}): Promise<Harness> {
+  const file = writeAccountsFile(accounts);
+  each.defer(() => file.remove());
+  return each.harness({ env: { CLASSROOM_ACCOUNTS_FILE: file.path, ...env } });
+}
+
+const batchesOf = (name: string, n: number) =>
+  Array.from({ length: n }, (_, i) => ({ batchId: `${name}-${i}`, name: `${name} class ${i}`, subject: 'Maths', instituteId: instituteOf(name) }));
+
+const reconcile = (h: Harness) => runReconciliation(reconcileDepsOf(h.runtime), { trigger: 'test', ...reconcileOptionsOf(h.config), linkChecks: 0 });
+
+describe('accounts', () => {
+  it('every batch is created with its own institute credentials, each account paced at its own limit', async () => {
+    // Ours: 5, 10 and 20 calls a second. The remote's: twice that per second and per key, the margin
+    // being for this machine's event loop (the sandbox shares it), not for the product.
+    const accounts = [
+      { name: 'north', ratePerMinute: 300 },
+      { name: 'south', ratePerMinute: 600 },
+      { name: 'east', ratePerMinute: 1200 },
+    ];
+    const h = await harnessWith(accounts, { CLASSROOM_RATE_LIMIT_PER_MINUTE: '60000' });
+    h.sandbox.faults.set({ latencyMs: 5, rateLimitWindowMs: 1_000, rateLimitPerAccount: { north: 10, south: 20, east: 40 } });
+    each.syncWorker(h.runtime);
+    const started = Date.now();
+    await publishBatches(
+      publishDepsOf(h),
+      accounts.flatMap((a) => batchesOf(a.name, 15)),
+    );
+    const rows = await untilAllSynced(h, { count: 45 }, 60_000);
+
+    const state = h.sandbox.state();
+    for (const { name } of accounts) {
+      // Every call of an account's batches went out with its key (the remote refuses another institute's key).
+      expect(state.calls.byAccount[name]).toEqual({ calls: 45, outcomes: { ok: 45 } });
+      expect(state.accounts[name]?.peakCallsPerWindow, name).toBeLessThanOrEqual(2 * (accounts.find((a) => a.name === name)!.ratePerMinute / 60));
+    }
+    for (const truth of state.classes ?? []) expect(truth.sentName.startsWith(truth.instituteId.replace('inst-', ''))).toBe(true);
+    expect(state.classCount).toBe(45);
+    // Paced apart: the slowest account needs about 45 / 5 = 9 s, the fastest about a quarter of that.
+    const finished = (name: string) => Math.max(...rows.filter((r) => r.instituteId === instituteOf(name)).map((r) => r.syncedAt!.getTime()));
+    expect(finished('north') - started).toBeGreaterThan(7_000);
+    expect(finished('east')).toBeLessThan(finished('north') - 3_000);
+  }, 90_000);
+
+  it("one account's refused key leaves the others syncing; its batches wait unchanged, then resume by themselves", async () => {
+    const h = await harnessWith([{ name: 'north' }, { name: 'south' }, { name: 'east' }], { CLASSROOM_KEY_PROBE_EVERY: '400ms', SYNC_CONCURRENCY: '4' });
+    each.defer(killAllChildren);
+    h.sandbox.faults.set({ latencyMs: 10, refuseKey: { status: 401, accounts: ['south'] } });
+    const worker = await startTestWorker(h);
+    each.defer(() => worker.stop());
+    await publishBatches(
+      publishDepsOf(h),
+      ['north', 'south', 'east'].flatMap((name) => batchesOf(name, 10)),
+    );
+
+    const others = [...batchesOf('north', 10), ...batchesOf('east', 10)].map((b) => b.batchId);
+    await untilAllSynced(h, others, 30_000);
+    const south = (await rowsOf(h)).filter((r) => r.instituteId === instituteOf('south'));
+    expect(south).toHaveLength(10);
+    for (const row of south) expect(row).toMatchObject({ state: 'pending', lastError: null, classId: null });
+    expect(h.sandbox.state().accounts.south?.keyRefused).toBe(true);
+
+    // What an operator sees: the account's gauge, readiness, and a pass that reads the others.
+    const metrics = (await call(`${worker.url}/metrics`)).text;
+    expect(metrics).toMatch(/^classroom_sync_credentials_refused\{account="south"\} 1$/m);
+    expect(metrics).toMatch(/^classroom_sync_credentials_refused\{account="north"\} 0$/m);
+    expect(metrics).toMatch(/^classroom_sync_account_batches\{account="south",state="pending"\} 10$/m);
+    expect(metrics).toMatch(/^classroom_sync_account_batches\{account="north",state="synced"\} 10$/m);
+    expect(metrics).toMatch(/^classroom_sync_account_rate_limit_per_minute\{account="east"\} 600000$/m);
+    const status = await runCli(['status'], { env: h.env });
+    expect(status.stdout).toMatch(/^ {2}account north: 10 synced \(institute inst-north\)$/m);
+    expect(status.stdout).toMatch(/^ {2}account south: 10 pending \(institute inst-south\)$/m);
+    expect(status.stdout).toMatch(/^account south: credentials refused since \S+ \(HTTP 401: [^)]*\): its batches wait, unchanged/m);
+    expect(JSON.parse((await runCli(['status', '--json'], { env: h.env })).stdout).accounts.south).toMatchObject({
+      institutes: ['inst-south'],
+      batches: { pending: 10, synced: 0 },
+    });
+    const ready = await call(`${worker.url}/readyz`);
+    expect(ready.body).toMatchObject({ status: 'degraded', checks: { credentials: expect.stringMatching(/^account south: credentials refused since /) } });
+    const during = await reconcile(h);
+    expect(during.counts.in_sync).toBe(20);
+    const unread = during.institutes.filter((i) => i.error);
+    expect(unread.map((i) => i.instituteId)).toEqual([instituteOf('south')]);
+    expect(unread[0]?.error).toMatch(/not read: the API key of account south is refused/);
+
+    h.sandbox.faults.set({ latencyMs: 10 });
+    const all = await untilAllSynced(h, { count: 30 }, 30_000);
+    expect(all.map((r) => r.attempts).filter((a) => a !== 1)).toEqual([]);
+    expect(Object.values(h.sandbox.state().bySentName).every((n) => n === 1)).toBe(true);
+    const after = await reconcile(h);
+    expect(after.ok).toBe(true);
+    expect(after.counts.in_sync).toBe(30);
+    expect(after.institutes.map((i) => i.instituteId).sort()).toEqual(['inst-east', 'inst-north', 'inst-south']);
+  }, 90_000);
+
+  it('refuses at intake an institute no account serves (library, HTTP, CLI); an event without one goes to the default account', async () => {
+    const h = await harnessWith([{ name: 'north' }, { name: 'south' }]);
+    each.defer(killAllChildren);
+    const [unserved, none] = await publishBatches(publishDepsOf(h), [
+      { batchId: 'lost-1', name: 'Nobody', subject: 'Art', instituteId: 'inst-nobody' },
+      { batchId: 'default-1', name: 'Default one', subject: 'Art' },
+    ]);
+    expect(unserved).toMatchObject({ ok: false, problems: [{ field: 'instituteId', reason: expect.stringMatching(/^is not served by any account/) }] });
+    expect(none).toMatchObject({ ok: true, instituteId: instituteOf('north') });
+
+    const worker = await startTestWorker(h);
+    each.defer(() => worker.stop());
+    const posted = await call(`${worker.url}/v1/batches`, {
+      method: 'POST',
+      headers: BEARER,
+      json: [{ batchId: 'lost-2', name: 'Nobody', subject: 'Art', instituteId: 'inst-nobody' }],
+    });
+    expect(posted.status).toBe(400);
+    expect(JSON.stringify(posted.body)).toMatch(/\[0\]\.instituteId is not served by any account/);
+
+    const file = join(scratchDir(), 'events.ndjson');
+    writeFileSync(file, `${JSON.stringify({ batchId: 'lost-3', name: 'Nobody', subject: 'Art', instituteId: 'inst-nobody' })}\n`);
+    const cli = await runCli(['enqueue', file], { env: h.env });
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toMatch(/^line 1: instituteId is not served by any account/m);
+
+    await untilAllSynced(h, ['default-1']);
+    expect((await rowsOf(h)).map((r) => r.batchId)).toEqual(['default-1']);
+    expect(h.sandbox.state().calls.byAccount.north?.calls).toBe(3);
+    await waitFor(async () => (await call(`${worker.url}/readyz`)).body.status === 'ready', 'readiness');
+  }, 60_000);
+
+  it('check reads with every account and says, one line each, which one the remote refuses and which field to fix', async () => {
+    const h = await harnessWith([{ name: 'north' }, { name: 'south' }, { name: 'east' }]);
+    each.defer(killAllChildren);
+    // The same accounts, but east's API key is not the one the remote issued.
+    const wrongKey = 'WrongKey0123456789abcdefABCDEFgh';
+    const entries = ['north', 'south', 'east'].map((name) => ({ ...accountEntry({ name }), ...(name === 'east' ? { apiKey: wrongKey } : {}) }));
+    const file = join(scratchDir(), 'accounts.json');
+    writeFileSync(file, JSON.stringify({ accounts: entries }));
+
+    const ok = await runCli(['check'], { env: h.env });
+    expect(ok.stdout).toMatch(/^note {2}accounts\s+3 \(north, south, east\) from /m);
+    for (const name of ['north', 'south', 'east'])
+      expect(ok.stdout).toMatch(new RegExp(`^ok    account ${name}\\s+http://127\\.0\\.0\\.1:\\d+ accepted the credentials`, 'm'));
+    expect(ok.code).toBe(0);
+
+    const bad = await runCli(['check'], { env: { ...h.env, CLASSROOM_ACCOUNTS_FILE: file } });
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toMatch(/^ok {4}account north /m);
+    expect(bad.stdout).toMatch(/^FAIL {2}account east\s+.*invalid credentials/m);
+    expect(bad.stdout).toContain(`→ In ${file}, account "east": The service refused the Basic credentials: check userId and apiKey`);
+    expect(bad.stdout + bad.stderr).not.toContain(wrongKey);
+  }, 60_000);
+
+  it("a busy account's backlog does not slow a quiet account's live batches", async () => {
+    // busy: a call every 3 s and 40 batches waiting; quiet: 10 calls a second.
+    const h = await harnessWith(
+      [
+        { name: 'busy', ratePerMinute: 20 },
+        { name: 'quiet', ratePerMinute: 600 },
+      ],
+      { SYNC_CONCURRENCY: '8' },
+    );
+    each.syncWorker(h.runtime);
+    const timeToSync = async (prefix: string) => {
+      const events = batchesOf('quiet', 3).map((e) => ({ ...e, batchId: `${prefix}-${e.batchId}` }));
+      const started = performance.now();
+      await publishBatches(publishDepsOf(h), events);
+      await untilAllSynced(
+        h,
+        events.map((e) => e.batchId),
+        30_000,
+      );
+      return performance.now() - started;
+    };
+    const idle = await timeToSync('idle');
+    await publishBatches(publishDepsOf(h), batchesOf('busy', 40));
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const loaded = await timeToSync('loaded');
+    // Holding worker slots while waiting for its own slots, busy would add several of its 3 s intervals.
+    expect(loaded, `idle ${Math.round(idle)} ms`).toBeLessThan(idle + 1_000);
+    // Waiting for a slot is not a failed attempt, however often busy's jobs go back to wait.
+    expect(Math.max(...(await rowsOf(h)).map((r) => r.attempts))).toBeLessThanOrEqual(1);
+  }, 60_000);
+});

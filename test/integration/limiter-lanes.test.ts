@@ -1,0 +1,57 @@
+// How the lanes share one budget (src/ratelimit/limiter.ts), against real Redis: a live call may
+// reserve a slot far ahead, a backfill call only the next one, operator work two; a refused lower
+// lane is told when to ask again, and callers of one lane are spread one slot apart.
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { LaneDeferredError, createRateLimiter } from '../../src/ratelimit/limiter.ts';
+import { createRedis } from '../../src/redis.ts';
+import { REDIS_URL } from '../helpers/harness.ts';
+
+const redis = createRedis(REDIS_URL, 'worker');
+afterAll(async () => {
+  await redis.quit();
+});
+
+// 588 calls a minute at 98%: one slot every ~104 ms; generous against this machine's scheduling.
+const fresh = () => createRateLimiter({ redis, key: `cs-test-lanes-${randomBytes(4).toString('hex')}`, callsPerMinute: 600 });
+const INTERVAL = 60_000 / (600 * 0.98);
+
+describe('rate-limit lanes', () => {
+  it('backfill takes only the next slots; live queues behind at most those', async () => {
+    const limiter = fresh();
+    const first = await limiter.reserve('backfill');
+    const second = await limiter.reserve('backfill');
+    const third = await limiter.reserve('backfill');
+    expect(first).toEqual({ granted: true, waitMs: 0 });
+    // The next slot is one interval away: still within a backfill caller's reach.
+    expect(second.granted && second.waitMs).toBeGreaterThan(INTERVAL - 15);
+    expect(third.granted).toBe(false);
+    const live = await limiter.reserve('live');
+    expect(live.granted).toBe(true);
+    // Behind the two promised to backfill, and nothing else.
+    expect(live.granted && live.waitMs).toBeLessThanOrEqual(2 * INTERVAL + 5);
+  });
+
+  it('refused callers of a lane are told to come back one slot apart, and operator work reaches further than backfill', async () => {
+    const limiter = fresh();
+    for (let i = 0; i < 4; i += 1) await limiter.reserve('live');
+    const asks = [await limiter.reserve('backfill'), await limiter.reserve('backfill'), await limiter.reserve('backfill')];
+    const retries = asks.map((a) => (a.granted ? -1 : a.retryInMs));
+    expect(retries.every((r) => r > 0)).toBe(true);
+    expect(retries[1]! - retries[0]!).toBeGreaterThan(INTERVAL - 15);
+    expect(retries[2]! - retries[1]!).toBeGreaterThan(INTERVAL - 15);
+    // Four live slots ahead: too far for operator work too, but it may come back sooner than backfill.
+    const operator = await limiter.reserve('operator');
+    expect(operator.granted).toBe(false);
+    expect(!operator.granted && operator.retryInMs).toBeLessThan(retries[0]!);
+  });
+
+  it('acquire() of a lower lane throws LaneDeferredError instead of waiting; a live acquire waits', async () => {
+    const limiter = fresh();
+    for (let i = 0; i < 3; i += 1) await limiter.reserve('live');
+    await expect(limiter.acquire('backfill')).rejects.toBeInstanceOf(LaneDeferredError);
+    const started = performance.now();
+    await limiter.acquire('live');
+    expect(performance.now() - started).toBeGreaterThan(2 * INTERVAL);
+  });
+});
