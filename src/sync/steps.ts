@@ -90,8 +90,11 @@ export class BatchRun {
       });
     } catch (error) {
       // Losing the lease must not lose a class we know exists: claim it if nobody stored one yet.
-      if (error instanceof mapping.LeaseLostError && !(await mapping.claimCreatedClass(this.deps.db, this.lease.rowId, classId))) {
-        this.log.error({ classId }, 'created a class after losing the lease and the batch already has another: reconciliation will report it as orphan_remote');
+      if (error instanceof mapping.LeaseLostError && !(await mapping.claimCreatedClass(this.deps.db, this.lease.rowId, classId, this.deps.workerId))) {
+        this.log.error(
+          { classId },
+          'created a class after losing the lease, and the batch already has another or was abandoned: reconciliation will report it as orphan_remote',
+        );
       }
       throw error;
     }

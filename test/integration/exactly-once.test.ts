@@ -5,6 +5,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { batchClasses } from '../../src/db/schema/index.ts';
 import { publishBatchCreated } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logger.ts';
+import * as mapping from '../../src/mapping/index.ts';
 import { DeferError } from '../../src/sync/errors.ts';
 import { runBatch } from '../../src/sync/machine.ts';
 import { retryBatches } from '../../src/sync/retry.ts';
@@ -135,6 +136,47 @@ describe('failures that are not ambiguous', () => {
 });
 
 describe('one runner per batch', () => {
+  // A runner paused after its add-class reached the remote comes back, finds its lease taken and
+  // stores the ClassID anyway. The run that holds the batch now decided without that class: its
+  // next write must not overwrite the state (found by the state-machine property test, where such
+  // a write left needs_review beside a stored ClassID, and could as well have sent add-class again).
+  it.each(['after', 'before'] as const)('a class stored by a runner that lost its lease fences out the current run (its write lands %s)', async (order) => {
+    // Recorded without a job: this test plays every runner itself.
+    const name = `Claimed ${order}`;
+    const key = { instituteId: h.config.classroom.instituteId, batchId: `claimed-${order}` };
+    const db = h.runtime.database.db;
+    await mapping.recordReceived(db, [{ event: { ...key, name, subject: 'Chemistry', extra: {} }, className: name }]);
+    const acquired = await mapping.acquireLease(db, key, 'runner-now', 30_000, 1);
+    if (acquired.status !== 'acquired') throw new Error(`lease not granted: ${acquired.status}`);
+    const { lease } = acquired;
+    await mapping.markCreating(db, lease, 30_000, []);
+    // The class the paused runner's add-class made.
+    const { classId } = await h.runtime.remotes.default.classroom.addClass({ name, subject: 'Chemistry', instituteId: key.instituteId, extra: {} });
+    const review = { reason: 'the listing could not tell', evidence: { className: name, matches: [], mappedElsewhere: [] } };
+    if (order === 'before') await mapping.markNeedsReview(db, lease, review, []);
+    expect(await mapping.claimCreatedClass(db, lease.rowId, classId, 'runner-paused')).toBe(true);
+    if (order === 'after') {
+      await expect(mapping.markNeedsReview(db, lease, review, [])).rejects.toBeInstanceOf(mapping.LeaseLostError);
+      await expect(mapping.forgetCreate(db, lease, 30_000, [])).rejects.toBeInstanceOf(mapping.LeaseLostError);
+    }
+    const row = (await mapping.findBatch(db, key))!;
+    expect([row.state, row.classId, row.review, row.leaseOwner]).toEqual(['created', classId, null, null]);
+    const timeline = (await mapping.readTimeline(db, key))!;
+    expect(timeline.some((e) => e.toState === 'created' && e.classId === classId && e.workerId === 'runner-paused')).toBe(true);
+    // The next run carries on from the stored class: no second add-class.
+    const deps = {
+      db,
+      classroom: h.runtime.remotes.default.classroom,
+      logger: createLogger({ level: 'silent' }),
+      settings: syncSettings(h.config),
+      workerId: 'runner-next',
+    };
+    await runBatch(deps, key, 2);
+    const synced = (await mapping.findBatch(db, key))!;
+    expect([synced.state, synced.classId]).toEqual(['synced', classId]);
+    expect(h.sandbox.state().byName[name]).toBe(1);
+  });
+
   it('two concurrent runs of the same batch send one add-class; the other is deferred', async () => {
     await worker.worker.pause(true);
     try {
