@@ -8,7 +8,12 @@ export function registerMigrateCommand(program: Command, getConfig: () => Config
     .command('migrate')
     .description('create the database if missing and apply migrations (safe to run twice)')
     .action(async () => {
-      const { createdDatabase } = await runMigrations(getConfig().databaseUrl);
+      const { createdDatabase } = await runMigrations(getConfig().databaseUrl, {
+        onRetry: (error, waitMs) =>
+          console.error(
+            `lost the PostgreSQL connection while migrating (${error instanceof Error ? error.message : String(error)}); trying again in ${waitMs} ms`,
+          ),
+      });
       console.log(createdDatabase ? 'database created; migrations applied' : 'migrations applied; database is up to date');
     });
 }

@@ -3,7 +3,7 @@
 import type { Config } from '../config.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { type HttpServer, createHttpServer } from '../http/server.ts';
-import type { Logger } from '../logger.ts';
+import { type Logger, createLogger } from '../logger.ts';
 import { type Metrics, createMetrics } from '../metrics/metrics.ts';
 import { createReconciler } from '../reconcile/scheduler.ts';
 import { type Runtime, createRuntime } from '../runtime.ts';
@@ -83,9 +83,11 @@ async function bounded(work: Promise<void>, ms: number, onTimeout: () => void): 
 }
 
 export async function startWorkerProcess(config: Config, options: WorkerProcessOptions = {}): Promise<void> {
-  await runMigrations(config.databaseUrl);
-  const worker = await startWorker(config, options);
-  const { logger } = worker.runtime;
+  const logger = options.logger ?? createLogger({ level: config.logLevel, pretty: config.env === 'development' && process.stdout.isTTY });
+  await runMigrations(config.databaseUrl, {
+    onRetry: (error, waitMs) => logger.warn({ err: error, waitMs }, 'lost the PostgreSQL connection while migrating; trying again'),
+  });
+  const worker = await startWorker(config, { ...options, logger });
   await new Promise<void>((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {
       logger.info({ signal }, 'stopping: no new requests or jobs; finishing active ones');

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { createDatabase } from './client.ts';
+import { isConnectionLoss } from './connection-loss.ts';
 import { redactUrl } from '../urls.ts';
 
 export { redactUrl };
@@ -50,20 +51,57 @@ export async function ensureDatabase(url: string): Promise<boolean> {
   }
 }
 
-export async function runMigrations(url: string): Promise<{ createdDatabase: boolean }> {
+export interface MigrateOptions {
+  /** How long to keep trying when the connection is lost mid-way (a restart, a cut). Default 60 s. */
+  retryForMs?: number;
+  /** Told about each retry (the CLI logs it). */
+  onRetry?: (error: unknown, waitMs: number) => void;
+}
+
+/**
+ * Creates the database if needed and applies the migrations. A PostgreSQL that cannot be reached at
+ * all fails at once (DatabaseUnreachableError, which says how to start it); a connection lost once
+ * reached is tried again for `retryForMs`: drizzle applies each migration in its own transaction and
+ * skips the applied ones, so a second pass finishes what the first began.
+ */
+export async function runMigrations(url: string, options: MigrateOptions = {}): Promise<{ createdDatabase: boolean }> {
   const createdDatabase = await ensureDatabase(url);
-  const database = createDatabase(url, { max: 2, applicationName: 'classroom-sync-migrate' });
-  const client = await database.pool.connect();
-  try {
-    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
+  const deadline = Date.now() + (options.retryForMs ?? 60_000);
+  for (let attempt = 0; ; attempt += 1) {
     try {
+      await migrateUnderLock(url);
+      return { createdDatabase };
+    } catch (error) {
+      const waitMs = Math.min(8_000, 250 * 2 ** attempt);
+      if (!isConnectionLoss(error)) throw error;
+      if (Date.now() + waitMs > deadline) throw new DatabaseUnreachableError(url, error);
+      options.onRetry?.(error, waitMs);
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+    }
+  }
+}
+
+async function migrateUnderLock(url: string): Promise<void> {
+  const database = createDatabase(url, { max: 2, applicationName: 'classroom-sync-migrate' });
+  let lost: unknown;
+  try {
+    const client = await database.pool.connect();
+    client.on('error', (error) => {
+      lost = error;
+    });
+    try {
+      // Several processes starting at once: one migrates, the others wait here and find nothing to do.
+      await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
       await migrate(database.db, { migrationsFolder: MIGRATIONS_FOLDER });
-    } finally {
       await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+    } catch (error) {
+      lost ??= isConnectionLoss(error) ? error : undefined;
+      throw error;
+    } finally {
+      // A broken connection is destroyed, not pooled; its session (and the lock) ended with it.
+      client.release(lost instanceof Error ? lost : undefined);
     }
   } finally {
-    client.release();
     await database.close();
   }
-  return { createdDatabase };
 }

@@ -4,6 +4,7 @@
 // machine's carry theirs; anything else is a database problem or, failing that, `internal`, with
 // its cause kept.
 import { DrizzleQueryError } from 'drizzle-orm/errors';
+import { CONNECTION_CODES } from '../db/connection-loss.ts';
 import { type FailureKind, isClassroomError } from '../classroom/errors.ts';
 import { type BatchState, LeaseLostError } from '../mapping/index.ts';
 
@@ -119,9 +120,6 @@ export function failureOf(error: unknown): Failure {
   if (database) return database;
   return { kind: 'internal', reason: error instanceof Error ? error.name : typeof error, message, delayMs: undefined };
 }
-
-/** Connection codes Node raises when PostgreSQL cannot be reached. */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
 
 /**
  * A failed statement (drizzle wraps the driver's error: the cause says why) or a driver error
