@@ -29,6 +29,8 @@ export interface SandboxFlags {
   /** 401 or 403. */
   refuseKeyStatus?: number;
   refuseKeyFor?: number;
+  /** Refuse only these accounts' keys (names from CLASSROOM_ACCOUNTS_FILE); empty = every key. */
+  refuseKeyAccount?: string[];
   institute: string[];
 }
 
@@ -48,6 +50,7 @@ const FLAG_OF: Record<string, string> = {
   'nameRewrite.ellipsis': '--cut-ellipsis',
   'refuseKey.status': '--refuse-key-status',
   'refuseKey.forMs': '--refuse-key-for',
+  'refuseKey.accounts': '--refuse-key-account',
 };
 
 type Flags = Omit<SandboxFlags, 'port' | 'host' | 'institute'>;
@@ -57,6 +60,8 @@ export function faultConfigFromFlags(flags: Flags): FaultConfig {
   requireCompanion(flags.cutEllipsis === true, '--cut-ellipsis', flags.cutNames !== undefined, '--cut-names <n>');
   requireCompanion(flags.refuseKeyStatus !== undefined, '--refuse-key-status', flags.refuseKey === true, '--refuse-key');
   requireCompanion(flags.refuseKeyFor !== undefined, '--refuse-key-for', flags.refuseKey === true, '--refuse-key');
+  const accounts = flags.refuseKeyAccount?.length ? flags.refuseKeyAccount : undefined;
+  requireCompanion(accounts !== undefined, '--refuse-key-account', flags.refuseKey === true, '--refuse-key');
   const config = faultConfigSchema.safeParse({
     latencyMs: flags.latency,
     latencyJitterMs: flags.latencyJitter,
@@ -69,7 +74,7 @@ export function faultConfigFromFlags(flags: Flags): FaultConfig {
     listingIncludesIds: flags.listingIds,
     nameRewrite: nameRewriteFromFlags(flags),
     readLagMs: flags.readLag,
-    refuseKey: flags.refuseKey ? { status: flags.refuseKeyStatus, forMs: flags.refuseKeyFor } : undefined,
+    refuseKey: flags.refuseKey ? { status: flags.refuseKeyStatus, forMs: flags.refuseKeyFor, accounts } : undefined,
   });
   if (!config.success) {
     const issue = config.error.issues[0];

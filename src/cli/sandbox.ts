@@ -40,6 +40,7 @@ export function registerSandboxCommand(program: Command, loadConfig: () => Confi
     let faults: FaultConfig;
     try {
       faults = faultConfigFromFlags(flags);
+      refuseOnlyKnownAccounts(faults, config);
     } catch (error) {
       // Reported like any other bad flag: one line, exit code 1.
       if (error instanceof InvalidArgumentError) return self.error(`error: ${error.message}`);
@@ -47,6 +48,17 @@ export function registerSandboxCommand(program: Command, loadConfig: () => Confi
     }
     await runSandbox(config, flags, faults, io);
   });
+}
+
+/** `--refuse-key-account` must name an account the sandbox knows, or it would refuse nothing. */
+function refuseOnlyKnownAccounts(faults: FaultConfig, config: Config): void {
+  const known = config.accounts.map((a) => a.name);
+  const unknown = faults.refuseKey?.accounts?.find((name) => !known.includes(name));
+  if (unknown !== undefined) {
+    throw new InvalidArgumentError(
+      `--refuse-key-account ${unknown}: no account of that name (accounts: ${known.join(', ')}; set CLASSROOM_ACCOUNTS_FILE for more)`,
+    );
+  }
 }
 
 /** Delays, fault rates and the rate limit: what makes calls slow or fail. */
@@ -83,6 +95,11 @@ function addBehaviourOptions(command: Command): void {
     .option('--refuse-key', 'answer every remote call 401, as for a revoked key (see --refuse-key-status)')
     .option('--refuse-key-status <status>', 'status of the refusal: 401 (revoked, default) or 403 (suspended)', refusalStatus)
     .option('--refuse-key-for <ms>', 'the refusal ends by itself this long after the sandbox starts', milliseconds)
+    .addOption(
+      new Option('--refuse-key-account <name>', "refuse only this account's key (repeatable; names from CLASSROOM_ACCOUNTS_FILE)")
+        .argParser(collect)
+        .default([]),
+    )
     .addOption(new Option('--institute <id>', 'another institute that exists (repeatable); CLASSROOM_INSTITUTE_ID always does').argParser(collect).default([]));
 }
 

@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { registerSandboxCommand } from '../../src/cli/sandbox.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
+import { writeAccountsFile } from '../helpers/accounts.ts';
 import { INSTITUTE, addClass, call, config, control, eventually, listing, useSandbox } from '../helpers/sandbox.ts';
 
 const sb = useSandbox();
@@ -95,12 +97,12 @@ describe('PUT /__sandbox/faults: the new settings are validated, naming the fiel
 });
 
 describe('sandbox command: the new flags', () => {
-  const run = (args: string[]) => {
+  const run = (args: string[], withConfig: Config = config) => {
     const lines: string[] = [];
     let stop!: () => void;
     const stopped = new Promise<void>((resolve) => (stop = resolve));
     const program = new Command().exitOverride().configureOutput({ writeErr: () => {} });
-    registerSandboxCommand(program, () => config, { print: (line) => lines.push(line), untilStopped: () => stopped });
+    registerSandboxCommand(program, () => withConfig, { print: (line) => lines.push(line), untilStopped: () => stopped });
     const running = program.parseAsync(['sandbox', '--port', '0', ...args], { from: 'user' });
     return { lines, stop, running };
   };
@@ -146,5 +148,31 @@ describe('sandbox command: the new flags', () => {
   ])('%j is refused naming the flag', async (args, flag) => {
     const { running } = run(args);
     await expect(running).rejects.toThrow(flag);
+  });
+
+  it("--refuse-key-account refuses only the named accounts' keys; an unknown name is refused", async () => {
+    const file = writeAccountsFile([{ name: 'north' }, { name: 'south' }, { name: 'east' }]);
+    try {
+      const withAccounts = loadConfig({ CLASSROOM_ACCOUNTS_FILE: file.path });
+      const { lines, stop, running } = run(['--refuse-key', '--refuse-key-account', 'south', '--refuse-key-account', 'east'], withAccounts);
+      const line = await eventually(() => {
+        expect(lines).toHaveLength(1);
+        return lines[0] ?? '';
+      });
+      const url = /(http:\/\/\S+?) /.exec(line)?.[1];
+      const state = ((await (await fetch(`${url}/__sandbox/state`)).json()) as { data: any }).data;
+      expect(state.faults.config.refuseKey).toEqual({ accounts: ['south', 'east'] });
+      const refused = Object.fromEntries(Object.entries(state.accounts as Record<string, { keyRefused: boolean }>).map(([name, a]) => [name, a.keyRefused]));
+      expect(refused).toMatchObject({ south: true, east: true });
+      expect(state.keyRefused || refused.north).toBe(false);
+      stop();
+      await running;
+      await expect(run(['--refuse-key', '--refuse-key-account', 'west'], withAccounts).running).rejects.toThrow(
+        '--refuse-key-account west: no account of that name (accounts: north, south, east',
+      );
+      await expect(run(['--refuse-key-account', 'south'], withAccounts).running).rejects.toThrow('--refuse-key-account needs --refuse-key');
+    } finally {
+      file.remove();
+    }
   });
 });
