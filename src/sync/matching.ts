@@ -13,8 +13,9 @@
 //            compatibility forms are also ignored: not a rewriting we can tell from a coincidence
 //            ("Algebra I" is a prefix of "Algebra II"), but too close to rule out
 // `same` and `cut` are strong enough to adopt; `similar` only stops a create (an operator decides).
+import type { NameMatch } from '../mapping/index.ts';
 
-export type NameMatch = 'same' | 'cut' | 'similar';
+export type { NameMatch };
 
 export interface NameRules {
   /** Shortest listed name (in characters, after normalising) accepted as a cut of ours. */

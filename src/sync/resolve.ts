@@ -6,33 +6,17 @@
 import type { CallOptions, ClassroomClient } from '../classroom/client.ts';
 import { isSafeId } from '../classroom/ids.ts';
 import type { InstituteListing } from '../classroom/schemas.ts';
-import { type NameMatch, type NameRules, isStrong, matchName } from './matching.ts';
+import type { Candidate, ListName, NameMatch, ReviewEvidence } from '../mapping/index.ts';
+import { type NameRules, isStrong, matchName } from './matching.ts';
+
+export type { Candidate, ListName, ReviewEvidence };
 
 export type Resolution =
   | { decision: 'adopt'; classId: string; remoteName: string }
   | { decision: 'create' }
   | { decision: 'review'; reason: string; evidence: ReviewEvidence };
 
-export type ListName = 'classes' | 'pendingClasses' | 'hiddenClasses';
 export const LISTS: readonly ListName[] = ['classes', 'pendingClasses', 'hiddenClasses'];
-
-/** A listed class that could be this batch's: how its name matched ours, and where it is listed. */
-export interface Candidate {
-  _id: string | null;
-  name: string;
-  list: ListName;
-  match: NameMatch;
-}
-
-export interface ReviewEvidence {
-  className: string;
-  /** Every candidate still in play, with how its name matched. */
-  matches: Candidate[];
-  /** Candidate ids already stored for other batches (never ours). */
-  mappedElsewhere: string[];
-  /** Other batches of the institute that may have created a class and whose names match the candidate. */
-  otherClaimants?: string[];
-}
 
 /** What the database knows about the candidates: who already has them, who else may have made them. */
 export interface ClaimsOnCandidates {
