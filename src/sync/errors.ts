@@ -89,8 +89,8 @@ export class DeferError extends SyncError {
 /** Something we wrote is not visible on the remote yet (read lag): worth a short wait in the run itself. */
 export class NotVisibleYetError extends DeferError {
   override readonly name = 'NotVisibleYetError';
-  constructor(delayMs: number, message: string) {
-    super(delayMs, message, 'not_visible_yet', 'read_lag');
+  constructor(delayMs: number, message: string, reason: 'read_lag' | 'read_lag_exceeded' = 'read_lag') {
+    super(delayMs, message, 'not_visible_yet', reason);
   }
 }
 

@@ -69,6 +69,8 @@ async function delay(run: BatchRun, failure: Failure, error: unknown): Promise<S
     await release(run, { as: 'attempt_failed', error: failure.message, errorKind: failure.kind });
     return new DeferError(pauseMs, `remote throttled; the fleet pauses ${pauseMs} ms: ${failure.message}`, failure.kind, failure.reason);
   }
+  // Waiting past SYNC_READ_LAG is worth an operator's notice: the setting is lower than the remote's lag.
+  if (failure.reason === 'read_lag_exceeded') run.log.warn({ kind: failure.kind, reason: failure.reason, state: run.current.state }, failure.message);
   await release(run, { as: 'unchanged' });
   return error instanceof SyncError ? error : new DeferError(failure.delayMs ?? 1_000, failure.message, failure.kind, failure.reason);
 }

@@ -116,15 +116,11 @@ export class BatchRun {
       resolution = await resolveUnknownCreate(this.deps.classroom, input, this.callOptions());
     } catch (error) {
       // The institute did answer the add-class; a listing that does not know it yet is lagging.
-      if (isNotFound(error) && row.createSentAt && this.lag.left(row.createSentAt) > 0)
+      if (isNotFound(error) && row.createSentAt && this.lag.patienceLeft(row.createSentAt) > 0)
         throw this.lag.notVisibleYet(row.createSentAt, `institute ${row.instituteId}`);
       throw error;
     }
-    if (resolution.decision === 'create' && this.lag.left(row.createSentAt) > 0) {
-      // Adopting may be quick, but "no class" is only believed once the remote has had time to show it.
-      const why = 'no class of this name is listed yet; reading again once SYNC_READ_LAG has passed since the add-class';
-      throw new DeferError(this.lag.left(row.createSentAt) + 50, why, 'not_visible_yet', 'listing_lag');
-    }
+    if (resolution.decision === 'create' && row.createSentAt && this.lag.patienceLeft(row.createSentAt) > 0) throw this.lag.listingLag(row.createSentAt);
     this.log.info({ decision: resolution.decision }, 'resolved an add-class of unknown outcome by reading the listing');
     if (resolution.decision === 'adopt') return this.storeClassId(resolution.classId, 'adopted', resolution.remoteName);
     if (resolution.decision === 'create') {
