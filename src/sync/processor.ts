@@ -6,6 +6,7 @@ import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { Logger } from '../logger.ts';
 import * as mapping from '../mapping/index.ts';
 import { BreakerOpenError } from '../ratelimit/limiter.ts';
+import { isConnectionLoss } from '../db/connection-loss.ts';
 import { type Failure, SyncError, failureOf, queueAction } from './errors.ts';
 import { type QueueLane, laneOfPriority, priorityOf, queueLaneOf } from './lanes.ts';
 import { runBatch } from './machine.ts';
@@ -19,6 +20,9 @@ const BREAKER_RETRY_MS = 1_000;
 
 /** How soon a batch of an institute no account serves is looked at again (a restart may add one). */
 const NO_ACCOUNT_RETRY_MS = 60_000;
+
+/** SYNC_BACKOFF_MAX's default: how often a batch waits out an outage once its attempts are used. */
+const DEFAULT_OUTAGE_RETRY_MS = 5 * 60_000;
 
 /** How long a lower lane's job waits in place for a rate-limit slot before it goes back to wait. */
 const IN_PLACE_MS = 5_000;
@@ -54,7 +58,10 @@ export function createSyncProcessor(processorDeps: ProcessorDeps) {
         case 'fail':
           throw new UnrecoverableError(failure.message);
         case 'retry':
-          if (attempt >= (job.opts.attempts ?? 1)) await recordExhausted(deps, key, failure, attempt, log);
+          if (attempt >= (job.opts.attempts ?? 1)) {
+            if (isOutage(failure, error)) return outlastOutage(job, token, failure, log, processorDeps.outageRetryMs ?? DEFAULT_OUTAGE_RETRY_MS);
+            await recordExhausted(deps, key, failure, attempt, log);
+          }
           throw new Error(failure.message, { cause: error });
       }
     }
@@ -129,6 +136,30 @@ async function promoteIfUnderWay(job: SyncJob, error: unknown, log: Logger): Pro
     // It still runs again, in its old place; the sweep or its next run moves it up.
     log.warn({ err: promoteError }, 'could not move the job of a batch under way to the front of the queue');
   }
+}
+
+/**
+ * Failures that say the remote or PostgreSQL is unavailable, not that anything is wrong with the
+ * batch: no request got through, or no readable answer came back, or the database connection was
+ * lost. However long that lasts, the batch is not written off for it.
+ */
+function isOutage(failure: Failure, error: unknown): boolean {
+  if (failure.kind === 'not_sent' || failure.kind === 'outcome_unknown' || failure.kind === 'unconfirmed_refusal') return true;
+  return failure.kind === 'database' && isConnectionLoss(error instanceof SyncError && error.cause !== undefined ? error.cause : error);
+}
+
+/**
+ * Attempts ran out on an outage: rather than `failed` (an operator's `retry` later), the batch keeps
+ * its state and its job comes back every `everyMs` (jittered, so an outage's backlog does not return
+ * at once), using no attempt, until the remote answers. Its last error stays visible in `status`.
+ */
+async function outlastOutage(job: SyncJob, token: string | undefined, failure: Failure, log: Logger, everyMs: number): Promise<never> {
+  const ms = Math.round(everyMs * (0.5 + Math.random() / 2));
+  log.warn(
+    { kind: failure.kind, reason: failure.reason, retryInMs: ms },
+    `attempts used up by an outage, not by the batch: trying again in ${Math.round(ms / 1000)} s rather than failing it (${failure.message})`,
+  );
+  return wait(job, token, ms, 'waiting out an outage');
 }
 
 /** The last attempt failed: the batch is `failed` with the last error (a later `retry` resumes safely). */

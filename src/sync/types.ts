@@ -53,6 +53,11 @@ export interface ProcessorDeps extends Omit<SyncDeps, 'classroom' | 'limiter' | 
    * and never holds a worker slot waiting for one its account cannot give it yet.
    */
   sharedSlots?: boolean;
+  /**
+   * How often a batch whose attempts ran out on an outage (remote or PostgreSQL unreachable, answers
+   * of unknown outcome) is tried again: it is never written off for that (SYNC_BACKOFF_MAX).
+   */
+  outageRetryMs?: number;
 }
 
 export interface SyncOutcome {

@@ -57,6 +57,7 @@ export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = 
     onTransition: options.onTransition,
     accountFor: accounts.forInstitute,
     sharedSlots: runtime.remotes.all.length > 1,
+    outageRetryMs: config.sync.backoffMaxMs,
   };
   const processor = observeResults(createSyncProcessor(deps), options.onJobResult);
   // Blocking commands need connections of their own. The background workers (operator work and

@@ -79,9 +79,14 @@ describe('logs', () => {
     await waitFor(
       async () => {
         const all = await rowsOf(h);
-        const others = all.filter((r) => r.batchId !== 'log-wrong-creds');
+        const others = all.filter((r) => r.batchId !== 'log-wrong-creds' && r.batchId !== 'log-unreachable');
+        const unreachable = all.find((r) => r.batchId === 'log-unreachable');
         return (
-          all.length === 10 && others.every((r) => TERMINAL_STATES.includes(r.state)) && (await wrong.runtime.remotes.default.breaker.state()) !== undefined
+          all.length === 10 &&
+          others.every((r) => TERMINAL_STATES.includes(r.state)) &&
+          (await wrong.runtime.remotes.default.breaker.state()) !== undefined &&
+          (unreachable?.attempts ?? 0) >= 2 &&
+          chunks.some((c) => c.includes('attempts used up by an outage'))
         );
       },
       'every logged batch finished',
@@ -108,7 +113,8 @@ describe('logs', () => {
     expect(synced.length).toBe(7);
     // A refused key writes nothing off: the batch waits for the key to work.
     expect(all.find((r) => r.batchId === 'log-wrong-creds')).toMatchObject({ state: 'pending', lastError: null, classId: null });
-    expect(all.find((r) => r.batchId === 'log-unreachable')?.state).toBe('failed');
+    // Neither does an unreachable remote: its attempts used, the batch waits for it, its error kept.
+    expect(all.find((r) => r.batchId === 'log-unreachable')).toMatchObject({ state: 'pending', attempts: 2, lastErrorKind: 'not_sent' });
 
     const text = chunks.join('');
     const lines = chunks

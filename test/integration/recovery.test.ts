@@ -16,6 +16,26 @@ async function states(h: Harness) {
 }
 
 describe('recovery', () => {
+  it('a remote down for longer than every attempt: no batch is written off, all sync once it is back', async () => {
+    const h = await each.harness({ env: { SYNC_ATTEMPTS: '2', SYNC_BACKOFF_MAX: '400ms' } });
+    // Every call answers 503 (add-class included: its outcome is unknown, so it is settled by reading).
+    h.sandbox.faults.set({ rates: { error5xx: 1 } });
+    await publishBatches(publishDepsOf(h), events('outage', 12));
+    each.syncWorker(h.runtime);
+    await waitFor(async () => (await rowsOf(h)).every((r) => r.attempts === 2 && r.lastError !== null) || undefined, 'every attempt used', 20_000);
+    // Well past the attempts: nothing failed, each batch keeps its last error for status to show.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const during = await rowsOf(h);
+    expect(during.filter((r) => r.state === 'failed')).toEqual([]);
+    expect(new Set(during.map((r) => r.lastErrorKind))).toEqual(new Set(['outcome_unknown']));
+
+    h.sandbox.faults.clear();
+    await waitFor(async () => (await states(h)).synced === 12 || undefined, 'all 12 synced once the remote is back', 30_000);
+    const truth = h.sandbox.state();
+    for (let i = 0; i < 12; i++) expect(truth.byName[`outage class ${i}`], `outage class ${i}`).toBe(1);
+    expect((await rowsOf(h)).every((r) => r.attempts === 2)).toBe(true);
+  });
+
   it('a worker stopped mid-run and started again: no duplicate, no loss', async () => {
     const h = await each.harness();
     h.sandbox.faults.set({ latencyMs: 40, latencyJitterMs: 40 });
