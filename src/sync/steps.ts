@@ -167,7 +167,7 @@ export class BatchRun {
     }
     if (!record.joinMagicLink) {
       const enabledAt = this.row.linkEnabledAt;
-      if (enabledAt && this.lag.left(enabledAt) > 0) throw this.lag.notVisibleYet(enabledAt, `the join link of class ${classId}`);
+      if (enabledAt && this.lag.patienceLeft(enabledAt) > 0) throw this.lag.notVisibleYet(enabledAt, `the join link of class ${classId}`);
       // The edit did not stick (or was undone on the remote): enable it again on the next attempt.
       this.unstored.linkEnabledAt = undefined;
       await this.write('created', (events) => mapping.redoLinkStep(this.deps.db, this.lease, this.deps.settings.leaseMs, events));
