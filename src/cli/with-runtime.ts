@@ -1,6 +1,5 @@
 // The runtime a one-shot command works with: made from the configuration, always closed after.
 import type { Config } from '../config.ts';
-import type { PublishDeps } from '../intake/publish.ts';
 import { type Runtime, type RuntimeOptions, createRuntime } from '../runtime.ts';
 
 /** Runs `fn` with a fresh runtime and closes it (pools, queue, Redis) whether `fn` succeeds or throws. */

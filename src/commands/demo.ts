@@ -139,7 +139,6 @@ async function publishSamples(runtime: Runtime, count: number): Promise<string[]
     const subject = SUBJECTS[i % SUBJECTS.length]!;
     return { batchId: `demo-${runId}-${String(i + 1).padStart(3, '0')}`, name: `${subject} group ${i + 1} (${runId})`, subject };
   });
-  const { config } = runtime;
   const outcomes = await publishBatches(publishDepsOf(runtime), events);
   const rejected = outcomes.filter((o) => !o.ok);
   if (rejected.length) throw new Error(`sample batches rejected: ${JSON.stringify(rejected)}`);
