@@ -31,7 +31,8 @@ export interface Remotes {
 export interface RemoteObservers {
   afterCall?: (call: CallRecord, account: string) => void;
   onRateLimitWait?: (ms: number, account: string) => void;
-  onRateLimitReserve?: (lane: CallLane, account: string) => void;
+  /** `retake`: a fresh slot for a call that overslept its own (see ratelimit/limiter.ts). */
+  onRateLimitReserve?: (lane: CallLane, account: string, retake: boolean) => void;
 }
 
 export interface RemotesDeps {
@@ -73,7 +74,7 @@ function createRemote(account: Account, deps: RemotesDeps): Remote {
     callsPerMinute: account.classroom.rateLimitPerMinute,
     ...(deps.accounts.length > 1 ? { liveHorizonMs: sharedLiveHorizonMs(account.classroom.rateLimitPerMinute) } : {}),
     ...(onRateLimitWait ? { onWait: (ms: number) => onRateLimitWait(ms, name) } : {}),
-    ...(onRateLimitReserve ? { onReserve: (lane: CallLane) => onRateLimitReserve(lane, name) } : {}),
+    ...(onRateLimitReserve ? { onReserve: (lane: CallLane, retake: boolean) => onRateLimitReserve(lane, name, retake) } : {}),
   });
   const classroom = createClassroomClient(account.classroom, {
     beforeCall: async (operation, lane) => {

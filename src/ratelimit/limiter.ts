@@ -99,8 +99,11 @@ export interface RateLimiterOptions {
    */
   liveHorizonMs?: number;
   onWait?: (ms: number) => void;
-  /** Told about every slot granted, with the lane it was granted to (metrics). Must not throw. */
-  onReserve?: (lane: CallLane) => void;
+  /**
+   * Told about every slot granted, with the lane it was granted to (metrics). `retake` is true for a
+   * fresh slot taken by a caller that overslept the one it had (see `acquire`). Must not throw.
+   */
+  onReserve?: (lane: CallLane, retake: boolean) => void;
 }
 
 const HEADROOM = 0.98;
@@ -127,11 +130,11 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const interval = 60_000 / (callsPerMinute * HEADROOM);
   const horizons = { ...horizonsFor(interval, maxWaitMs), ...(liveHorizonMs === undefined ? {} : { live: Math.min(liveHorizonMs, maxWaitMs) }) };
 
-  const reserve = async (lane: CallLane): Promise<Reservation> => {
+  const reserve = async (lane: CallLane, retake = false): Promise<Reservation> => {
     const [code, ms] = (await run(key, breakerKey, `${key}:ask:${lane}`, interval, 0, horizons[lane], ASK_SPREAD)).map(Number) as [number, number];
     if (code === -2) throw new BreakerOpenError('the credentials breaker is open: the remote refuses this API key');
     if (code !== 1) return { granted: false, retryInMs: Math.max(1, ms) };
-    onReserve?.(lane);
+    onReserve?.(lane, retake);
     return { granted: true, waitMs: ms };
   };
 
@@ -140,7 +143,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     async acquire(lane = 'live') {
       let waited = 0;
       for (let tries = 0; ; tries += 1) {
-        const reservation = await reserve(lane);
+        const reservation = await reserve(lane, tries > 0);
         if (!reservation.granted) {
           if (lane === 'live' || lane === 'under_way') throw new RateLimitWaitTooLongError(`rate limit: next free slot is more than ${maxWaitMs} ms away`);
           throw new LaneDeferredError(lane, reservation.retryInMs);

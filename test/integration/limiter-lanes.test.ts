@@ -54,4 +54,29 @@ describe('rate-limit lanes', () => {
     await limiter.acquire('live');
     expect(performance.now() - started).toBeGreaterThan(2 * INTERVAL);
   });
+
+  it('a caller that oversleeps its slot takes a fresh one, reported as a retake', async () => {
+    const granted: [string, boolean][] = [];
+    let stalled = false;
+    // Once it sleeps until its slot, the event loop is held past it, as in a stalled process.
+    const onWait = () => {
+      if (stalled) return;
+      stalled = true;
+      setImmediate(() => {
+        const until = performance.now() + 3 * INTERVAL;
+        while (performance.now() < until) {
+          // busy: no timer can fire
+        }
+      });
+    };
+    const key = `cs-test-lanes-${randomBytes(4).toString('hex')}`;
+    const limiter = createRateLimiter({ redis, key, callsPerMinute: 600, onWait, onReserve: (lane, retake) => granted.push([lane, retake]) });
+    await limiter.acquire('live');
+    await limiter.acquire('live');
+    expect(granted).toEqual([
+      ['live', false],
+      ['live', false],
+      ['live', true],
+    ]);
+  });
 });
