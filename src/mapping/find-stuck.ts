@@ -10,19 +10,38 @@ const terminal = sql.join(
 
 /** A batch to put back on the queue, with what its job's place in the queue depends on. */
 export interface Requeueable extends BatchKey {
+  id: number;
   lane: BatchLane;
   state: BatchState;
 }
 
-/** Unfinished batches nobody has touched for `stuckAfterMs` and nobody holds a lease on, oldest first. */
-export async function findStuck(db: Db, stuckAfterMs: number, limit: number): Promise<Requeueable[]> {
+/**
+ * Which unfinished batches a sweep looks at: `ahead`, those whose jobs go before any backfill (under
+ * way, live, operator work), or `backfill`, the backfill lane's batches not yet under way. A sweep
+ * pages through each on its own, so a large backfill never keeps it from the others.
+ */
+export type StuckTier = 'ahead' | 'backfill';
+
+const UNDER_WAY = sql`state in ('creating', 'created', 'link_enabled')`;
+
+const TIERS: Record<StuckTier, ReturnType<typeof sql>> = {
+  ahead: sql`(${UNDER_WAY} or lane <> 'backfill')`,
+  backfill: sql`(lane = 'backfill' and not ${UNDER_WAY})`,
+};
+
+/**
+ * Up to `limit` unfinished batches of `tier` nobody has touched for `stuckAfterMs` and nobody holds a
+ * lease on, in the order they were recorded, starting after row `afterId`.
+ */
+export async function findStuck(db: Db, options: { stuckAfterMs: number; tier: StuckTier; afterId: number; limit: number }): Promise<Requeueable[]> {
   const result = await execute<Requeueable>(
     db,
     sql`
-    select institute_id as "instituteId", batch_id as "batchId", lane, state from batch_classes
-     where state not in (${terminal}) and updated_at < now() - ${interval(stuckAfterMs)}
+    select id, institute_id as "instituteId", batch_id as "batchId", lane, state from batch_classes
+     where state not in (${terminal}) and updated_at < now() - ${interval(options.stuckAfterMs)}
        and (lease_expires_at is null or lease_expires_at < now())
-     order by updated_at limit ${limit}`,
+       and ${TIERS[options.tier]} and id > ${options.afterId}
+     order by id limit ${options.limit}`,
   );
-  return result.rows;
+  return result.rows.map((row) => ({ ...row, id: Number(row.id) }));
 }

@@ -19,7 +19,7 @@ export { type RunClose, closeRun } from './close-run.ts';
 export { countByInstituteAndState } from './count-by-institute.ts';
 export { countByState } from './count-by-state.ts';
 export { findBatch } from './find-batch.ts';
-export { type Requeueable, findStuck } from './find-stuck.ts';
+export { type Requeueable, type StuckTier, findStuck } from './find-stuck.ts';
 export { forgetCreate } from './forget-create.ts';
 export { institutesOf } from './institutes-of.ts';
 export { institutesWithBatches } from './institutes-with-batches.ts';

@@ -15,17 +15,48 @@ export interface SweepResult {
   requeued: number;
 }
 
-export async function sweepStuckBatches(
-  deps: { db: mapping.Db; queue: SyncQueue; logger: Logger },
-  options: { stuckAfterMs: number; limit?: number },
-): Promise<SweepResult> {
-  const rows = await mapping.findStuck(deps.db, options.stuckAfterMs, options.limit ?? 1_000);
-  let requeued = 0;
-  for (const row of rows) {
-    if (await requeue(deps.queue, row, { lane: queueLaneOf(row.lane, row.state) })) requeued += 1;
-  }
-  if (requeued > 0) deps.logger.warn({ examined: rows.length, requeued }, 'sweep re-enqueued batches that had no live job');
-  return { examined: rows.length, requeued };
+export interface SweepDeps {
+  db: mapping.Db;
+  queue: SyncQueue;
+  logger: Logger;
+}
+
+export interface SweepOptions {
+  stuckAfterMs: number;
+  /** How many batches of each tier one pass looks at (default 1,000). */
+  limit?: number;
+}
+
+const TIERS: readonly mapping.StuckTier[] = ['ahead', 'backfill'];
+
+/**
+ * A sweep that remembers where it stopped: each pass looks at the next `limit` batches of each tier
+ * (batches under way, live and operator work; then the backfill), and starts a tier over once it
+ * reached its end. So with more unfinished batches than one pass looks at, every one is reached in a
+ * few passes, and a backfill of any size never keeps the sweep from live batches.
+ */
+export function createSweeper(deps: SweepDeps, options: SweepOptions): () => Promise<SweepResult> {
+  const limit = options.limit ?? 1_000;
+  const after: Record<mapping.StuckTier, number> = { ahead: 0, backfill: 0 };
+  return async () => {
+    let examined = 0;
+    let requeued = 0;
+    for (const tier of TIERS) {
+      const rows = await mapping.findStuck(deps.db, { stuckAfterMs: options.stuckAfterMs, tier, afterId: after[tier], limit });
+      after[tier] = rows.length < limit ? 0 : (rows.at(-1)?.id ?? 0);
+      examined += rows.length;
+      for (const row of rows) {
+        if (await requeue(deps.queue, row, { lane: queueLaneOf(row.lane, row.state) })) requeued += 1;
+      }
+    }
+    if (requeued > 0) deps.logger.warn({ examined, requeued }, 'sweep re-enqueued batches that had no live job');
+    return { examined, requeued };
+  };
+}
+
+/** One pass from the start of each tier (a sweeper of its own). */
+export function sweepStuckBatches(deps: SweepDeps, options: SweepOptions): Promise<SweepResult> {
+  return createSweeper(deps, options)();
 }
 
 /**

@@ -11,7 +11,7 @@ import type { SyncSettings, Transition } from './machine.ts';
 import type { ProcessorDeps, SyncAccount } from './types.ts';
 import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
 import { BACKGROUND_QUEUE, BACKOFF_STRATEGY, SYNC_QUEUE, type SyncJobData, type SyncResult } from './queue.ts';
-import { sweepStuckBatches } from './sweep.ts';
+import { createSweeper } from './sweep.ts';
 import { pruneEvents } from '../mapping/index.ts';
 
 export interface SyncWorker {
@@ -72,7 +72,7 @@ export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = 
   );
   pools = [worker, background];
 
-  const sweep = () => sweepStuckBatches({ db: database.db, queue, logger }, { stuckAfterMs: config.sync.stuckAfterMs });
+  const sweep = createSweeper({ db: database.db, queue, logger }, { stuckAfterMs: config.sync.stuckAfterMs });
   const timer = options.autoSweep === false ? undefined : startSweeping(sweep, () => pruneEvents(database.db, config.sync.eventsRetentionMs), config, logger);
 
   let closing: Promise<void> | undefined;

@@ -10,7 +10,7 @@ import type { BatchRow } from '../../src/db/schema/index.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { BACKGROUND_QUEUE, SYNC_QUEUE, bothQueues } from '../../src/sync/queue.ts';
 import { laneOfPriority } from '../../src/sync/lanes.ts';
-import { sweepStuckBatches } from '../../src/sync/sweep.ts';
+import { createSweeper, sweepStuckBatches } from '../../src/sync/sweep.ts';
 import { rowsOf, untilAllSynced } from '../helpers/batches.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarness, useHarnessPerTest } from '../helpers/use-harness.ts';
@@ -88,6 +88,27 @@ describe('a backfill running at the rate limit', () => {
     expect(await laneOf('wipe-back-000')).toEqual([SYNC_QUEUE, 'under_way', 'under_way']);
     for (const id of ['wipe-back-001', 'wipe-back-004']) expect(await laneOf(id)).toEqual([BACKGROUND_QUEUE, 'backfill', 'backfill']);
     for (const id of ['wipe-live-000', 'wipe-live-002']) expect(await laneOf(id)).toEqual([SYNC_QUEUE, 'live', 'live']);
+  });
+
+  it('after a Redis wipe with more batches than one sweep pass looks at, live ones come back first and every one within a few passes', async () => {
+    const h = await harness({ env: { CLASSROOM_RATE_LIMIT_PER_MINUTE: '600000' } });
+    const deps = publishDepsOf(h);
+    // The backfill is older than the live batches: a sweep that took the oldest first would never reach them.
+    await publishBatches(deps, events('big-back', 10), { lane: 'backfill' });
+    await publishBatches(deps, events('late-live', 4));
+    for (const queue of bothQueues(h.runtime.queue)) await queue.obliterate({ force: true });
+    const sweep = createSweeper({ db: h.runtime.database.db, queue: h.runtime.queue, logger: h.runtime.logger }, { stuckAfterMs: 0, limit: 3 });
+    const queued = async () => {
+      const ids: string[] = [];
+      for (const queue of bothQueues(h.runtime.queue)) for (const job of await queue.getJobs(['prioritized', 'waiting'])) ids.push(job.data.batchId);
+      return ids;
+    };
+    expect((await sweep()).requeued).toBe(6);
+    expect((await queued()).filter((id) => id.startsWith('late-live'))).toHaveLength(3);
+    await sweep();
+    expect((await queued()).filter((id) => id.startsWith('late-live'))).toHaveLength(4);
+    for (let pass = 0; pass < 3; pass += 1) await sweep();
+    expect((await queued()).sort()).toEqual([...events('big-back', 10), ...events('late-live', 4)].map((e) => e.batchId).sort());
   });
 });
 
