@@ -13,6 +13,8 @@ export interface Requeueable extends BatchKey {
   id: number;
   lane: BatchLane;
   state: BatchState;
+  /** Its place in its institute's line among the stuck batches of its lane (0 first). */
+  position: number;
 }
 
 /**
@@ -31,16 +33,22 @@ const TIERS: Record<StuckTier, ReturnType<typeof sql>> = {
 
 /**
  * Up to `limit` unfinished batches of `tier` nobody has touched for `stuckAfterMs` and nobody holds a
- * lease on, in the order they were recorded, starting after row `afterId`.
+ * lease on, in the order they were recorded, starting after row `afterId`; each with its place in its
+ * institute's line in its lane, so a rebuilt queue interleaves institutes as intake did.
  */
 export async function findStuck(db: Db, options: { stuckAfterMs: number; tier: StuckTier; afterId: number; limit: number }): Promise<Requeueable[]> {
   const result = await execute<Requeueable>(
     db,
     sql`
-    select id, institute_id as "instituteId", batch_id as "batchId", lane, state from batch_classes
-     where state not in (${terminal}) and updated_at < now() - ${interval(options.stuckAfterMs)}
-       and (lease_expires_at is null or lease_expires_at < now())
-       and ${TIERS[options.tier]} and id > ${options.afterId}
+    select * from (
+      select id, institute_id as "instituteId", batch_id as "batchId", lane, state,
+             (row_number() over (partition by institute_id, lane order by id) - 1)::int as position
+        from batch_classes
+       where state not in (${terminal}) and updated_at < now() - ${interval(options.stuckAfterMs)}
+         and (lease_expires_at is null or lease_expires_at < now())
+         and ${TIERS[options.tier]}
+    ) stuck
+     where id > ${options.afterId}
      order by id limit ${options.limit}`,
   );
   return result.rows.map((row) => ({ ...row, id: Number(row.id) }));

@@ -46,7 +46,7 @@ export function createSweeper(deps: SweepDeps, options: SweepOptions): () => Pro
       after[tier] = rows.length < limit ? 0 : (rows.at(-1)?.id ?? 0);
       examined += rows.length;
       for (const row of rows) {
-        if (await requeue(deps.queue, row, { lane: queueLaneOf(row.lane, row.state) })) requeued += 1;
+        if (await requeue(deps.queue, row, { lane: queueLaneOf(row.lane, row.state), position: row.position })) requeued += 1;
       }
     }
     if (requeued > 0) deps.logger.warn({ examined, requeued }, 'sweep re-enqueued batches that had no live job');

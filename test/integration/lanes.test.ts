@@ -149,6 +149,11 @@ describe('institutes inside a lane', () => {
     const first = next.map((job) => job.data.batchId);
     expect(first.filter((id) => id.startsWith('small-'))).toHaveLength(5);
     expect(first.filter((id) => id.startsWith('big-'))).toHaveLength(5);
+    // A queue rebuilt by the sweep (Redis lost its jobs) interleaves them the same way.
+    await h.runtime.queue.background.obliterate({ force: true });
+    await sweepStuckBatches({ db: h.runtime.database.db, queue: h.runtime.queue, logger: h.runtime.logger }, { stuckAfterMs: 0 });
+    const swept = await h.runtime.queue.background.getJobs(['prioritized'], 0, 9, true);
+    expect(swept.map((job) => job.data.batchId).filter((id) => id.startsWith('small-'))).toHaveLength(5);
     // Live work waits in a queue of its own, served by workers of its own.
     await publishBatches(deps, events('now', 1, 'institute-small'));
     const live = await h.runtime.queue.getJobs(['prioritized'], 0, 9, true);
