@@ -9,8 +9,16 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../faults/processes.ts';
 import { waitFor } from '../helpers/harness.ts';
+import { redisSpawnError, requireRedisPrograms } from '../helpers/tools.ts';
 
-const run = promisify(execFile);
+const execFileAsync = promisify(execFile);
+
+/** Runs redis-cli (or another Redis program); not installed becomes the one-line fix. */
+async function run(program: string, args: string[], options: { timeout?: number } = {}): Promise<{ stdout: string }> {
+  return execFileAsync(program, args, options).catch((error: NodeJS.ErrnoException) => {
+    throw redisSpawnError(program, error);
+  });
+}
 
 export interface RedisClusterOptions {
   masters: number;
@@ -27,6 +35,7 @@ interface Node {
 export class RedisClusterProcesses {
   readonly dir = mkdtempSync(join(tmpdir(), 'classroom-sync-cluster-'));
   private nodes: Node[] = [];
+  private spawnFailure: Error | undefined;
 
   constructor(readonly options: RedisClusterOptions) {}
 
@@ -40,6 +49,7 @@ export class RedisClusterProcesses {
   }
 
   async start(): Promise<void> {
+    requireRedisPrograms();
     const count = this.options.masters * (1 + this.options.replicasPerMaster);
     for (let i = 0; i < count; i++) {
       const port = await freePort();
@@ -50,6 +60,9 @@ export class RedisClusterProcesses {
       }
       this.nodes.push({ port, child: this.spawnNode(port) });
     }
+    // A failed spawn reports on the next tick: fail with its one line rather than time out below.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (this.spawnFailure) throw this.spawnFailure;
     await Promise.all(this.nodes.map((n) => waitFor(() => this.cli(n.port, 'PING').then((r) => r === 'PONG'), `node ${n.port} to answer`, 10_000)));
     await run('redis-cli', [
       '--cluster',
@@ -63,7 +76,7 @@ export class RedisClusterProcesses {
   }
 
   private spawnNode(port: number): ChildProcess {
-    return spawn(
+    const child = spawn(
       'redis-server',
       [
         '--port',
@@ -87,6 +100,11 @@ export class RedisClusterProcesses {
       ],
       { stdio: 'ignore' },
     );
+    // Without a handler a failed spawn is an uncaught 'error' that kills the test file with a stack.
+    child.on('error', (error) => {
+      this.spawnFailure = redisSpawnError('redis-server', error);
+    });
+    return child;
   }
 
   /** Every live node says cluster_state:ok, and every replica is linked to its master. */

@@ -4,6 +4,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { redisSpawnError, requireRedisPrograms } from '../helpers/tools.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/classroom-sync.js', import.meta.url));
 
@@ -29,6 +30,7 @@ export class PrivateRedis {
   }
 
   async start(): Promise<void> {
+    requireRedisPrograms();
     this.child = spawn(
       'redis-server',
       ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'],
@@ -36,9 +38,15 @@ export class PrivateRedis {
         stdio: 'ignore',
       },
     );
+    // Without a handler a failed spawn is an uncaught 'error' that kills the test file with a stack.
+    let failed: Error | undefined;
+    this.child.on('error', (error) => {
+      failed = redisSpawnError('redis-server', error);
+    });
     const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => {});
     for (let i = 0; i < 100; i++) {
+      if (failed) throw failed;
       try {
         await probe.connect();
         await probe.ping();

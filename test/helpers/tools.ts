@@ -1,13 +1,14 @@
-// Programs some tests need besides Node.js, PostgreSQL and Redis: Chromium (the dashboard's browser
-// test) and promtool (alert rules, Grafana queries, the /metrics format). Neither comes from npm;
-// both are Debian packages, which `npm test` installs before the suite where it may (its pretest
+// Programs some tests need besides Node.js, PostgreSQL and a running Redis: Chromium (the dashboard's
+// browser test), promtool (alert rules, Grafana queries, the /metrics format), and redis-server with
+// redis-cli (the fault suite and the cluster tests start Redis servers of their own, which a Redis
+// reached over the network cannot stand in for). None comes from npm; all are Debian packages, which `npm test` installs before the suite where it may (its pretest
 // step, test/setup/install-tools.ts). A missing one fails its tests with one line naming the fix:
 // never a skip, which would hide them in CI.
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
-/** The Debian packages that bring both (promtool comes with prometheus). */
-export const TEST_TOOL_PACKAGES = ['chromium', 'prometheus'] as const;
+/** The Debian packages that bring them (promtool comes with prometheus, redis-cli with redis-server). */
+export const TEST_TOOL_PACKAGES = ['chromium', 'prometheus', 'redis-server'] as const;
 
 /** What to run by hand where `npm test` may not install packages itself. */
 export const INSTALL_TEST_TOOLS = `apt-get install -y ${TEST_TOOL_PACKAGES.join(' ')}`;
@@ -48,6 +49,27 @@ export function promtoolPath(env: NodeJS.ProcessEnv = process.env): string {
   throw new MissingToolError(
     `promtool is not installed (not on PATH): run \`${INSTALL_TEST_TOOLS}\` as root (docs/testing.md; promtool comes with Debian's prometheus), or set PROMTOOL to a promtool binary`,
   );
+}
+
+/** The Redis programs the fault suite and the cluster tests spawn, checked before they spawn them. */
+export const REDIS_PROGRAMS = ['redis-server', 'redis-cli'] as const;
+
+/** Throws the one-line fix when redis-server or redis-cli is not on PATH. */
+export function requireRedisPrograms(env: NodeJS.ProcessEnv = process.env): void {
+  const missing = REDIS_PROGRAMS.find((program) => !onPath([program], env.PATH ?? ''));
+  if (missing) throw new MissingToolError(redisMissing(missing));
+}
+
+/**
+ * What a failed spawn of a Redis program means to a test: not installed (ENOENT) becomes the one
+ * line that names the fix; anything else is passed on as it is.
+ */
+export function redisSpawnError(program: string, error: NodeJS.ErrnoException): Error {
+  return error.code === 'ENOENT' ? new MissingToolError(redisMissing(program)) : error;
+}
+
+function redisMissing(program: string): string {
+  return `${program} is not installed (not on PATH): run \`${INSTALL_TEST_TOOLS}\` as root (docs/testing.md; the tests start their own Redis servers from it, no service needed)`;
 }
 
 function onPath(names: readonly string[], path: string): string | undefined {

@@ -5,6 +5,7 @@ import { dirname, join, normalize } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, killAllChildren, runCli, scratchDir } from '../helpers/cli.ts';
 import { headingAnchors, relativeLinks } from '../helpers/markdown.ts';
+import { INSTALL_TEST_TOOLS } from '../helpers/tools.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
 const { h, defer } = useHarness();
@@ -122,9 +123,12 @@ describe('README', () => {
         expect.fail(`the quick start runs \`${command}\`, which this test does not know how to check against package.json`);
       }
     }
-    // Chromium and promtool are not npm packages: `npm test` installs them first (pretest).
+    // Chromium, promtool and redis-server are not npm packages: `npm test` installs them first
+    // (pretest) where it may, and the quick start names the one line for everyone else.
     expect(pkg.scripts.pretest).toBe('tsx test/setup/install-tools.ts');
     expect(readFileSync(join(ROOT, 'test/setup/install-tools.ts'), 'utf8')).toContain('TEST_TOOL_PACKAGES');
+    const section = readFileSync(join(ROOT, 'README.md'), 'utf8').split(/^## Quick start$/m)[1] ?? '';
+    expect(section, 'the quick start says what a non-root user installs').toContain(`sudo ${INSTALL_TEST_TOOLS}`);
   });
 
   it('every `npm run <script>` it and docs/ name is a script in package.json', () => {
