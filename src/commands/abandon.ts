@@ -3,6 +3,7 @@
 // See src/sync/abandon.ts for what may be abandoned and why.
 import type { Logger } from '../logger.ts';
 import type { Db } from '../mapping/index.ts';
+import { institutesOf, notKnownUnder } from '../read-model/index.ts';
 import { type AbandonResult, type UndoAbandonResult, abandonBatches, undoAbandon } from '../sync/abandon.ts';
 import type { SyncQueue } from '../sync/queue.ts';
 
@@ -21,9 +22,33 @@ export async function runAbandon(deps: { db: Db; queue: SyncQueue; logger: Pick<
   const keys = [...new Set(request.batchIds)].map((batchId) => ({ instituteId: request.instituteId, batchId }));
   const options = { reason: request.reason };
   const failed = request.undo
-    ? report(await undoAbandon(deps, keys, options), request.json, describeUndo)
-    : report(await abandonBatches(deps, keys, options), request.json, (r) => describeAbandon(r, undoHint(request)));
+    ? report(await whereKnown(deps.db, await undoAbandon(deps, keys, options)), request.json, describeUndo)
+    : report(await whereKnown(deps.db, await abandonBatches(deps, keys, options)), request.json, (r) => describeAbandon(r, undoHint(request)));
   return failed ? 1 : 0;
+}
+
+/** What an unknown batch's line says: where the id is known instead, if anywhere. */
+interface WhereKnown {
+  message?: string;
+  /** Institutes the batch id is known under (only on an `unknown` result). */
+  knownUnder?: string[];
+}
+
+/**
+ * Names, for each unknown batch, the institutes it is known under, as `status` and `retry` do: the
+ * usual cause is a batch of another institute given without its `--institute`.
+ */
+async function whereKnown<R extends { outcome: string; instituteId: string; batchId: string }>(db: Db, results: R[]): Promise<(R & WhereKnown)[]> {
+  const located: (R & WhereKnown)[] = [];
+  for (const r of results) {
+    if (r.outcome !== 'unknown') {
+      located.push(r);
+      continue;
+    }
+    const knownUnder = await institutesOf(db, r.batchId);
+    located.push({ ...r, message: notKnownUnder(r.instituteId, knownUnder), knownUnder });
+  }
+  return located;
 }
 
 /** Prints one line per batch (problems on stderr) and returns true when any batch could not be handled. */
@@ -44,7 +69,7 @@ function undoHint(request: AbandonRequest): string {
   return `classroom-sync abandon --undo${request.instituteId === request.defaultInstituteId ? '' : ` --institute ${request.instituteId}`}`;
 }
 
-function describeAbandon(r: AbandonResult, undo: string): { line: string; problem: boolean } {
+function describeAbandon(r: AbandonResult & WhereKnown, undo: string): { line: string; problem: boolean } {
   switch (r.outcome) {
     case 'abandoned':
       return { line: `${r.batchId}: ${r.from} → abandoned (undo: ${undo} ${r.batchId})`, problem: false };
@@ -57,7 +82,7 @@ function describeAbandon(r: AbandonResult, undo: string): { line: string; proble
   }
 }
 
-function describeUndo(r: UndoAbandonResult): { line: string; problem: boolean } {
+function describeUndo(r: UndoAbandonResult & WhereKnown): { line: string; problem: boolean } {
   switch (r.outcome) {
     case 'restored': {
       const next = r.to === 'failed' || r.to === 'needs_review' ? '; `classroom-sync retry` resumes it' : r.queued ? ' (queued)' : '';
@@ -66,7 +91,7 @@ function describeUndo(r: UndoAbandonResult): { line: string; problem: boolean } 
     case 'not_abandoned':
       return { line: `${r.batchId}: not abandoned (state ${r.to}); nothing changed`, problem: false };
     case 'unknown':
-      return { line: `${r.batchId}: not known in institute ${r.instituteId}`, problem: true };
+      return { line: `${r.batchId}: ${r.message}`, problem: true };
   }
 }
 

@@ -109,7 +109,7 @@ interface RowFacts {
 
 /** Why a batch that was not abandoned could not be, in words an operator can act on. */
 function explain(k: BatchKey, row: RowFacts | undefined): AbandonResult {
-  if (!row) return { ...k, outcome: 'unknown', from: null, message: `not known in institute ${k.instituteId}` };
+  if (!row) return { ...k, outcome: 'unknown', from: null, message: `not known under institute ${k.instituteId}` };
   const refused = (message: string): AbandonResult => ({ ...k, outcome: 'refused', from: row.state, message });
   if (row.state === 'abandoned') return { ...k, outcome: 'already_abandoned', from: row.state };
   if (row.state === 'synced') return refused(`it is synced (class ${row.classId}, join link stored): there is nothing to abandon`);

@@ -156,9 +156,23 @@ describe('an institute the remote refuses', () => {
     const { code, stdout, stderr } = await cli(['abandon', 'ok-2', 'nobody']);
     expect(code).toBe(1);
     expect(stderr).toMatch(/^ok-2: not abandoned: it is synced \(class \w+, join link stored\): there is nothing to abandon$/m);
-    expect(stderr).toContain(`nobody: not known in institute ${inst()}`);
+    expect(stderr).toMatch(new RegExp(`^nobody: not known under institute ${inst()}$`, 'm'));
     expect(stdout).toContain('1 refused, 1 unknown');
     expect(await stateOf('ok-2')).toBe('synced');
+  });
+
+  it('names the institute a batch is known under when it is given without its --institute, abandoning or undoing', async () => {
+    const hint = `gone-1: not known under institute ${inst()}; it is known under institute ${REFUSED}: add --institute ${REFUSED}`;
+    const abandon = await cli(['abandon', 'gone-1']);
+    expect(abandon.code).toBe(1);
+    expect(abandon.stderr.trim()).toBe(hint);
+    const undo = await cli(['abandon', '--undo', 'gone-1']);
+    expect(undo.code).toBe(1);
+    expect(undo.stderr.trim()).toBe(hint);
+    const json = await cli(['abandon', '--json', 'gone-1']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ batchId: 'gone-1', outcome: 'unknown', message: hint.slice('gone-1: '.length), knownUnder: [REFUSED] });
+    // Nothing changed under either institute.
+    expect(await stateOf('gone-1', REFUSED)).toBe('abandoned');
   });
 
   it('is reversible: undo puts the batch back where it was, in history too, and the institute is reconciled again', async () => {
