@@ -3,8 +3,12 @@
 import { describe, expect, it } from 'vitest';
 import { checkClassroom, runCheck } from '../../src/commands/check.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
+import { publishBatches } from '../../src/intake/publish.ts';
+import { rowOf, untilSynced } from '../helpers/batches.ts';
 import { killAllChildren, runCli } from '../helpers/cli.ts';
+import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
+import { startTestWorker } from './http-helpers.ts';
 
 const { h, defer } = useHarness();
 defer(killAllChildren);
@@ -108,5 +112,56 @@ describe('check: the command', () => {
     expect(result.stdout).toMatch(/^FAIL\s+Redis\s+cannot reach redis:\/\/127\.0\.0\.1:1/m);
     expect(result.stdout).toContain('docker compose up -d postgres redis');
     expect(result.stdout).toMatch(/^ok\s+classroom service/m);
+  });
+});
+
+describe('check and status while the remote refuses the key', () => {
+  it('check exits 1 naming "credentials refused since T", status prints the same refusal, and both clear once the key works', async () => {
+    // The worker and the commands agree on the probe interval, as one deployment's settings would.
+    const settings = { CLASSROOM_KEY_PROBE_EVERY: '1s' };
+    const env = { ...h.env, ...settings };
+    h.sandbox.faults.set({ refuseKey: { status: 401 } });
+    const worker = await startTestWorker(h, settings);
+    try {
+      await publishBatches(publishDepsOf(h), [{ batchId: 'refused-key-1', name: 'Refused key', subject: 'Maths' }]);
+      const breaker = h.runtime.remotes.default.breaker;
+      const opened = await waitFor(() => breaker.state(), 'a worker to open the credentials breaker on the 401', 10_000);
+      const since = opened.since.toISOString().replaceAll('.', '\\.');
+
+      const check = await runCli(['check'], { env });
+      expect(check.code, check.stdout + check.stderr).toBe(1);
+      expect(check.stdout).toMatch(/^FAIL\s+classroom service\s+http:\/\/127\.0\.0\.1:\d+: listClasses failed with HTTP 401: /m);
+      const workers = new RegExp(
+        `^FAIL\\s+workers\\s+credentials refused since ${since} \\(HTTP 401: [^\\n]*\\): workers take no jobs and probe every 1 s$`,
+        'm',
+      );
+      expect(check.stdout).toMatch(workers);
+      expect(check.stdout).toContain('they resume by themselves once a probe succeeds');
+      expect(check.stdout).toContain('2 check(s) failed');
+
+      const status = await runCli(['status'], { env });
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toMatch(/^pending\s+1$/m);
+      const line = status.stdout.split('\n').find((l) => l.startsWith('credentials refused since'));
+      expect(line).toMatch(
+        new RegExp(
+          `^credentials refused since ${since} \\(HTTP 401: .*\\): its batches wait, unchanged, using no attempt, while one worker probes the key every 1 s`,
+        ),
+      );
+
+      // The key works again: a probe closes the breaker, the batch syncs on its first attempt, and
+      // both commands say nothing is held back.
+      h.sandbox.faults.set({});
+      expect((await untilSynced(h, 'refused-key-1', { timeoutMs: 15_000 })).attempts).toBe(1);
+      await waitFor(async () => (await breaker.state()) === undefined, 'the breaker to close');
+      const after = await runCli(['check'], { env });
+      expect(after.code, after.stdout).toBe(0);
+      expect(after.stdout).toMatch(/^ok\s+workers\s+the fleet is not holding back/m);
+      expect((await runCli(['status'], { env })).stdout).not.toContain('credentials refused');
+      expect((await rowOf(h, 'refused-key-1'))?.lastError).toBeNull();
+    } finally {
+      h.sandbox.faults.set({});
+      await worker.stop();
+    }
   });
 });
