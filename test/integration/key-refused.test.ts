@@ -1,7 +1,8 @@
 // A refused key stops the fleet, not the batches: while the remote answers 401 (or a 403 about the
 // key) to every call, no batch changes state or uses an attempt; workers probe and resume by
 // themselves. Also what an operator sees meanwhile: the metric (and the alert rule on it), /readyz,
-// and the line `classroom-sync status` prints.
+// and the line `classroom-sync status` prints. Mid-run refusals are tried at several settings: 401
+// and 403 for a few seconds, and a 401 that outlasts several probe intervals.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import { refusedKeyLine } from '../../src/read-model/index.ts';
 import type { WorkerProcess } from '../../src/commands/worker.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logger.ts';
+import type { BreakerState } from '../../src/ratelimit/breaker.ts';
 import { rowsOf, untilAllSynced } from '../helpers/batches.ts';
 import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { promtool } from '../helpers/promql.ts';
@@ -23,8 +25,8 @@ const ALERTS = fileURLToPath(new URL('../../deploy/alerts.yml', import.meta.url)
 
 const each = useHarnessPerTest();
 
-async function start(n: number, logs: string[]): Promise<{ harness: Harness; w: WorkerProcess }> {
-  const harness = await each.harness({ env: { SYNC_CONCURRENCY: '4', CLASSROOM_KEY_PROBE_EVERY: '400ms' } });
+async function start(n: number, logs: string[], probeEveryMs: number): Promise<{ harness: Harness; w: WorkerProcess }> {
+  const harness = await each.harness({ env: { SYNC_CONCURRENCY: '4', CLASSROOM_KEY_PROBE_EVERY: `${probeEveryMs}ms` } });
   harness.sandbox.faults.set({ latencyMs: 25 });
   const logger = createLogger({ level: 'warn', destination: { write: (line: string) => void logs.push(line) } });
   const worker = await startTestWorker(harness, {}, { logger });
@@ -42,14 +44,20 @@ async function refusedGauge(url: string): Promise<number | undefined> {
   return line ? Number(line[1]) : undefined;
 }
 
-/** Samples /metrics until stopped: what Prometheus would have scraped. */
-function sampleGauge(url: string): { stop(): Promise<number[]> } {
-  const samples: number[] = [];
+/**
+ * Samples /metrics until stopped: what Prometheus would have scraped. Also notes each refused probe
+ * the breaker records (by its time), to show the breaker stayed open through them.
+ */
+function sampleGauge(url: string, breakerState: () => Promise<BreakerState | undefined>): { stop(): Promise<{ gauge: number[]; probes: Set<string> }> } {
+  const gauge: number[] = [];
+  const probes = new Set<string>();
   let running = true;
   const loop = (async () => {
     while (running) {
       const value = await refusedGauge(url).catch(() => undefined);
-      if (value !== undefined) samples.push(value);
+      if (value !== undefined) gauge.push(value);
+      const probedAt = (await breakerState().catch(() => undefined))?.lastProbeAt;
+      if (probedAt) probes.add(probedAt.toISOString());
       await new Promise((r) => setTimeout(r, 150));
     }
   })();
@@ -57,7 +65,7 @@ function sampleGauge(url: string): { stop(): Promise<number[]> } {
     async stop() {
       running = false;
       await loop;
-      return samples;
+      return { gauge, probes };
     },
   };
 }
@@ -103,40 +111,62 @@ function alertFiresOver(samples: number[]): { fired: boolean; output: string } {
   }
 }
 
-describe('a key refused for some seconds mid-run', () => {
+/** One mid-run refusal: what the remote answers, for how long, and how often the workers probe. */
+interface MidRunRefusal {
+  status: 401 | 403;
+  forMs: number;
+  probeEveryMs: number;
+  /** Probes that must have been refused before the key works again (the breaker stays open through them). */
+  refusedProbes: number;
+}
+
+const MID_RUN: [string, MidRunRefusal][] = [
+  ['401 for 3 s', { status: 401, forMs: 3_000, probeEveryMs: 400, refusedProbes: 1 }],
+  ['403 for 3 s', { status: 403, forMs: 3_000, probeEveryMs: 400, refusedProbes: 1 }],
+  // Longer than several probe intervals: each refused probe leaves the batches as they were. (1 s is
+  // also the watch's tick, so the probes really come that often; 400 ms ones come about once a second.)
+  ['401 for 6 s, probing every 1 s', { status: 401, forMs: 6_000, probeEveryMs: 1_000, refusedProbes: 3 }],
+];
+
+describe.each(MID_RUN)('a key refused mid-run (%s)', (_, refusal) => {
   it('every batch syncs with no operator action, one class each, attempts untouched; metric, alert, /readyz and status say so', async () => {
     const n = 40;
     const logs: string[] = [];
-    const { harness, w } = await start(n, logs);
+    const { harness, w } = await start(n, logs, refusal.probeEveryMs);
+    const breaker = harness.runtime.remotes.default.breaker;
     await waitFor(async () => (await countSynced(harness)) >= 8, 'a first share of batches synced');
-    const sampler = sampleGauge(w.url);
-    harness.sandbox.faults.set({ latencyMs: 25, refuseKey: { status: 401, forMs: 3_000 } });
+    const sampler = sampleGauge(w.url, () => breaker.state());
+    harness.sandbox.faults.set({ latencyMs: 25, refuseKey: { status: refusal.status, forMs: refusal.forMs } });
 
     // While refused: the fleet says so, and nothing moves to failed.
     await waitFor(async () => (await refusedGauge(w.url)) === 1, 'the credentials gauge to read 1', 10_000);
     const ready = await call(`${w.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(ready.body).toMatchObject({ status: 'degraded', checks: { credentials: expect.stringMatching(/^credentials refused since \S+ \(HTTP 401: /) } });
-    expect(await refusedKeyLine(harness.runtime.remotes.default.breaker, 400)).toMatch(/credentials refused since .*: its batches wait, unchanged/);
+    const refusedSince = new RegExp(`^credentials refused since \\S+ \\(HTTP ${refusal.status}: `);
+    expect(ready.body).toMatchObject({ status: 'degraded', checks: { credentials: expect.stringMatching(refusedSince) } });
+    expect(await refusedKeyLine(breaker, refusal.probeEveryMs)).toMatch(/credentials refused since .*: its batches wait, unchanged/);
     const duringRefusal = await countSynced(harness);
 
     const all = await untilAllSynced(harness, 'all', 60_000);
-    const samples = await sampler.stop();
+    const { gauge, probes } = await sampler.stop();
 
     expect(all).toHaveLength(n);
     expect(duringRefusal).toBeLessThan(n);
     expect(all.map((r) => r.attempts).filter((a) => a !== 1)).toEqual([]);
     const truth = harness.sandbox.state({ classes: false });
     for (const r of all) expect(truth.bySentName[r.className], r.batchId).toBe(1);
+    expect(truth.classCount).toBe(n);
     const failures = await harness.runtime.database.db.execute(sql`select count(*)::int as n from batch_events where to_state in ('failed', 'needs_review')`);
     expect(failures.rows[0]).toEqual({ n: 0 });
-    // The remote did refuse calls, and the breaker is closed again.
-    const refusedCalls = Object.values(truth.calls.byOperation).reduce((sum, op) => sum + (op.outcomes.http401 ?? 0), 0);
+    // The remote did refuse calls, with this status; the probes it refused left the breaker open;
+    // and the breaker is closed again.
+    const refusedCalls = Object.values(truth.calls.byOperation).reduce((sum, op) => sum + (op.outcomes[`http${refusal.status}`] ?? 0), 0);
     expect(refusedCalls).toBeGreaterThan(0);
-    expect(await harness.runtime.remotes.default.breaker.state()).toBeUndefined();
+    expect(probes.size, [...probes].join(', ')).toBeGreaterThanOrEqual(refusal.refusedProbes);
+    expect(await breaker.state()).toBeUndefined();
     expect(await refusedGauge(w.url)).toBe(0);
-    expect(samples).toContain(1);
-    const alert = alertFiresOver(samples);
+    expect(gauge).toContain(1);
+    const alert = alertFiresOver(gauge);
     expect(alert.fired, alert.output).toBe(true);
     // One error line when the breaker opened, one when it closed; no line per batch.
     const lines = logs.map((l) => JSON.parse(l) as { level: number; msg: string; breaker?: string });
