@@ -40,7 +40,7 @@ export function createSyncProcessor(processorDeps: ProcessorDeps) {
     if (account.credentials.isRefused()) return wait(job, token, account.credentials.retryInMs(), `the API key of account ${account.name} is refused`);
     const { accountFor: _, ...rest } = processorDeps;
     const deps: SyncDeps = { ...rest, classroom: account.classroom, limiter: account.limiter, credentials: account.credentials };
-    const log = deps.logger.child({ batchId: key.batchId, jobId: job.id });
+    const log = deps.logger.child({ batchId: key.batchId, instituteId: key.instituteId, jobId: job.id });
     const attempt = job.attemptsMade + 1;
     const slot = await slotForLane(account, job, token, processorDeps.sharedSlots === true);
     try {

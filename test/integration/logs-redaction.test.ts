@@ -127,6 +127,10 @@ describe('logs', () => {
     expect(lines.some((l) => l.breaker === 'open' && l.level === 50 && /HTTP 401/.test(l.msg))).toBe(true);
     expect(lines.some((l) => l.err?.type === 'NotSentError')).toBe(true);
     expect(lines.some((l) => l.msg === 'raw client error' && l.err?.type === 'HTTPError')).toBe(true);
+    // A line names its batch once: a job's logger and its run's are not both bound to it.
+    const batchLines = chunks.flatMap((chunk) => chunk.split('\n')).filter((line) => line.includes('"batchId"'));
+    expect(batchLines.length).toBeGreaterThan(10);
+    expect(batchLines.filter((line) => line.split('"batchId"').length > 2)).toEqual([]);
 
     const secrets: Record<string, string> = {
       'API token': TOKEN,
