@@ -11,7 +11,10 @@ export function viewOf(row: MappingRow) {
     batchId: row.batchId,
     instituteId: row.instituteId,
     state: row.state,
-    /** The lane its job waits in while unfinished (live, operator, backfill); under way once add-class was sent. */
+    /**
+     * The lane stored with it: live or backfill (how it came in), operator (put back by retry or a
+     * repair). Never "under way": once its add-class was sent its job goes ahead of all three, whatever this says.
+     */
     lane: row.lane,
     classId: row.classId,
     joinLink: row.joinLink,
