@@ -9,11 +9,13 @@
 // First, on the idle system, 10 live batches one by one: how long a live batch takes when nothing
 // else waits. Then the backfill is queued (`import`'s lane) and, once it runs, a live batch is
 // published every few seconds for the measured window. Per lane: received → synced of the batches
-// synced in the window; the calls per minute over the window against R; the 429s the sandbox sent.
+// synced in the window; the calls per minute over the window against R, for the fleet and for each
+// lane (the rate-limit slots the workers granted to it); the 429s the sandbox sent.
 import { publishBatches } from '../src/intake/publish.ts';
 import { createLogger } from '../src/logger.ts';
 import { loadConfig } from '../src/config.ts';
 import { createRuntime, publishDepsOf } from '../src/runtime.ts';
+import type { CallLane } from '../src/ratelimit/limiter.ts';
 import { type WorkerChild, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round, slope } from './support/report.ts';
 import { benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';
@@ -53,11 +55,12 @@ async function main(): Promise<void> {
       const events = benchEvents('backfill', backfill);
       for (let i = 0; i < events.length; i += 1_000) await publishBatches(deps, events.slice(i, i + 1_000), { lane: 'backfill' });
       await waitForSynced(pool, 'backfill-%', 20);
-      const window = await measureWindow(deps, pool, sandbox, seconds, liveEveryMs);
+      const window = await measureWindow({ deps, pool, sandbox, workers }, seconds, liveEveryMs);
       const live = await times(pool, 'live-%', window.started);
       const back = await times(pool, 'backfill-%', window.started);
       const perLane = await callsPerLane(pool, window.started, window.ended);
-      report({ rate, backfill, seconds, liveEveryMs, machine, idle, live, back, perLane, samples: window.samples, http429: window.http429 });
+      const { samples, http429, slotsPerMinute } = window;
+      report({ rate, backfill, seconds, liveEveryMs, machine, idle, live, back, perLane, slotsPerMinute, samples, http429 });
     } finally {
       await runtime.close();
     }
@@ -86,10 +89,12 @@ async function trickle(deps: Deps, pool: Pool, prefix: string, n: number, everyM
   return ids;
 }
 
-/** The measured window: the live trickle, the sandbox's calls sampled every second, its 429s. */
-async function measureWindow(deps: Deps, pool: Pool, sandbox: Sandbox, seconds: number, liveEveryMs: number) {
+/** The measured window: the live trickle, the sandbox's calls sampled every second, its 429s, slots per lane. */
+async function measureWindow(on: { deps: Deps; pool: Pool; sandbox: Sandbox; workers: readonly WorkerChild[] }, seconds: number, liveEveryMs: number) {
+  const { deps, pool, sandbox, workers } = on;
   const samples: { t: number; count: number }[] = [];
   const before = await sandbox.state();
+  const slotsBefore = await slotsByLane(workers);
   const started = new Date();
   let sampling = true;
   const sampler = (async () => {
@@ -103,7 +108,30 @@ async function measureWindow(deps: Deps, pool: Pool, sandbox: Sandbox, seconds: 
   sampling = false;
   await sampler;
   const after = await sandbox.state();
-  return { started, ended: new Date(), samples, http429: rejected(after) - rejected(before) };
+  const ended = new Date();
+  const slotsAfter = await slotsByLane(workers);
+  const minutes = (ended.getTime() - started.getTime()) / 60_000;
+  const slotsPerMinute = Object.fromEntries(LANES.map((lane) => [lane, (slotsAfter[lane] - slotsBefore[lane]) / minutes])) as Record<CallLane, number>;
+  return { started, ended, samples, http429: rejected(after) - rejected(before), slotsPerMinute };
+}
+
+const LANES = ['under_way', 'live', 'operator', 'backfill'] as const satisfies readonly CallLane[];
+const LANE_LABELS: Record<CallLane, string> = { under_way: 'under way', live: 'live', operator: 'operator', backfill: 'backfill' };
+
+/**
+ * Rate-limit slots granted so far to each lane, summed over the workers' accounts: a lane's calls (a
+ * batch's first call uses a slot of its own lane, every later call one of under way), plus the rare
+ * slot a caller overslept and replaced, which the budget spent all the same.
+ */
+async function slotsByLane(workers: readonly WorkerChild[]): Promise<Record<CallLane, number>> {
+  const sums = Object.fromEntries(LANES.map((lane) => [lane, 0])) as Record<CallLane, number>;
+  for (const worker of workers) {
+    const text = await (await fetch(`${worker.url}/metrics`)).text();
+    for (const [, lane, value] of text.matchAll(/^classroom_sync_rate_limit_slots_total\{[^}]*lane="(\w+)"[^}]*\} (\S+)$/gm)) {
+      if (lane! in sums) sums[lane as CallLane] += Number(value);
+    }
+  }
+  return sums;
 }
 
 function rejected(state: Awaited<ReturnType<Sandbox['state']>>): number {
@@ -149,19 +177,24 @@ function report(r: {
   live: Times;
   back: Times;
   perLane: Record<string, number>;
+  slotsPerMinute: Record<CallLane, number>;
   samples: { t: number; count: number }[];
   http429: number;
 }): void {
+  const { slotsPerMinute, ...measured } = r;
   const perMinute = slope(r.samples.map((s) => ({ x: s.t / 60_000, y: s.count })));
   const use = perMinute / r.rate;
   const lateBy = r.live.p95 - r.idle.p95;
   const line = (t: Times) => `p50 ${t.p50} / p95 ${t.p95} / max ${t.max} ms (${t.n} batches)`;
+  const lanes = Object.fromEntries(
+    LANES.map((lane) => [lane, { callsPerMinute: round(slotsPerMinute[lane], 1), useOfRateLimit: round(slotsPerMinute[lane] / r.rate, 3) }]),
+  );
   publish({
     bench: 'lanes',
     title: 'Lanes under a backfill (`bench/lanes.ts`)',
     command: `npm run bench:lanes -- --rate ${r.rate} --backfill ${r.backfill} --seconds ${r.seconds} --live-every ${r.liveEveryMs}`,
     machine: machineAtEnd(r.machine),
-    figures: { ...r, samples: r.samples.length, callsPerMinute: round(perMinute, 1), useOfRateLimit: round(use, 3) },
+    figures: { ...measured, samples: r.samples.length, callsPerMinute: round(perMinute, 1), useOfRateLimit: round(use, 3), lanes },
     rows: [
       { figure: 'live, received → synced, idle system', value: line(r.idle) },
       {
@@ -177,11 +210,15 @@ function report(r: {
         goal: '≥ 0.95',
         met: use >= 0.95,
       },
+      ...LANES.map((lane) => ({
+        figure: `lane ${LANE_LABELS[lane]}: calls per minute ÷ R`,
+        value: `${lanes[lane]!.useOfRateLimit.toFixed(3)} (${lanes[lane]!.callsPerMinute.toFixed(0)}/min)`,
+      })),
       { figure: 'HTTP 429 received', value: String(r.http429), goal: '0', met: r.http429 === 0 },
     ],
     notes: [
       `Sandbox (\`classroom-sync sandbox --rate-limit ${r.rate} --latency 100 --latency-jitter 100\`, its own process) answers each call after 100–200 ms and admits ${r.rate} calls per sliding minute; ${WORKERS} \`classroom-sync worker\` processes (SYNC_CONCURRENCY 8, CLASSROOM_RATE_LIMIT_PER_MINUTE=${r.rate}).`,
-      `Idle: ${IDLE_SAMPLES} live batches one after another before anything else is queued. Then ${r.backfill} batches are queued in the backfill lane; once 20 have synced, a live batch is published every ${r.liveEveryMs / 1000} s for ${r.seconds} s. Calls per minute: least-squares slope of the sandbox's call counter, sampled every second over the window.`,
+      `Idle: ${IDLE_SAMPLES} live batches one after another before anything else is queued. Then ${r.backfill} batches are queued in the backfill lane; once 20 have synced, a live batch is published every ${r.liveEveryMs / 1000} s for ${r.seconds} s. Calls per minute: least-squares slope of the sandbox's call counter, sampled every second over the window. Per lane: the rate-limit slots the workers granted to it over the window (\`classroom_sync_rate_limit_slots_total\`): a batch's first call is in its own lane, its later calls under way. (\`perLane\` in the JSON line counts calls by the lane stored with the batch that made them instead.)`,
     ],
   });
 }
