@@ -79,4 +79,28 @@ describe('rate-limit lanes', () => {
       ['live', true],
     ]);
   });
+
+  it('at under 50 calls a minute, a call later than the headroom of a minute takes a fresh slot, even within one slot', async () => {
+    // 40 a minute: a slot every 1.53 s, longer than the 1.2 s a remote counting per minute leaves us.
+    const interval = 60_000 / (40 * 0.98);
+    const granted: boolean[] = [];
+    let stalled = false;
+    const onWait = (ms: number) => {
+      if (stalled) return;
+      stalled = true;
+      // Held until 1.4 s past the slot: within one slot, past the headroom.
+      const until = performance.now() + ms + 1_400;
+      setImmediate(() => {
+        while (performance.now() < until) {
+          // busy: no timer can fire
+        }
+      });
+    };
+    const key = `cs-test-lanes-${randomBytes(4).toString('hex')}`;
+    const limiter = createRateLimiter({ redis, key, callsPerMinute: 40, onWait, onReserve: (_lane, retake) => granted.push(retake) });
+    await limiter.acquire('live');
+    await limiter.acquire('live');
+    expect(1_400).toBeLessThan(interval);
+    expect(granted).toEqual([false, false, true]);
+  }, 20_000);
 });
