@@ -4,15 +4,31 @@ import { publishBatches } from '../../src/intake/publish.ts';
 import { rowsOf } from '../helpers/batches.ts';
 import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarnessPerTest } from '../helpers/use-harness.ts';
+import { jobIdFor } from '../../src/sync/keys.ts';
+import { bothQueues } from '../../src/sync/queue.ts';
 
 const each = useHarnessPerTest();
 
+// Names none of which is a prefix of another: after an add-class of unknown outcome, a listed
+// "outage class 1" is a plausible cut of "outage class 10", and the batch rightly goes to review.
+const nameOf = (prefix: string, i: number) => `${prefix} class ${String(i).padStart(3, '0')}`;
 const events = (prefix: string, count: number) =>
-  Array.from({ length: count }, (_, i) => ({ batchId: `${prefix}-${i}`, name: `${prefix} class ${i}`, subject: 'Geography' }));
+  Array.from({ length: count }, (_, i) => ({ batchId: `${prefix}-${i}`, name: nameOf(prefix, i), subject: 'Geography' }));
 
 async function states(h: Harness) {
   const rows = await rowsOf(h);
   return { rows, synced: rows.filter((r) => r.state === 'synced').length };
+}
+
+/** Each unsynced batch's row and its job's state in either queue (a failure's report). */
+async function diagnose(h: Harness) {
+  const rows = (await rowsOf(h)).filter((r) => r.state !== 'synced');
+  return Promise.all(
+    rows.map(async (r) => {
+      const jobs = await Promise.all(bothQueues(h.runtime.queue).map((q) => q.getJobState(jobIdFor(r))));
+      return { batchId: r.batchId, state: r.state, attempts: r.attempts, lastError: r.lastError, lease: r.leaseExpiresAt, jobs };
+    }),
+  );
 }
 
 describe('recovery', () => {
@@ -30,9 +46,11 @@ describe('recovery', () => {
     expect(new Set(during.map((r) => r.lastErrorKind))).toEqual(new Set(['outcome_unknown']));
 
     h.sandbox.faults.clear();
-    await waitFor(async () => (await states(h)).synced === 12 || undefined, 'all 12 synced once the remote is back', 30_000);
+    await waitFor(async () => (await states(h)).synced === 12 || undefined, 'all 12 synced once the remote is back', 30_000).catch(async (error) => {
+      throw new Error(`${(error as Error).message}; batches and their jobs: ${JSON.stringify(await diagnose(h))}`);
+    });
     const truth = h.sandbox.state();
-    for (let i = 0; i < 12; i++) expect(truth.byName[`outage class ${i}`], `outage class ${i}`).toBe(1);
+    for (let i = 0; i < 12; i++) expect(truth.byName[nameOf('outage', i)], nameOf('outage', i)).toBe(1);
     expect((await rowsOf(h)).every((r) => r.attempts === 2)).toBe(true);
   });
 
@@ -50,7 +68,7 @@ describe('recovery', () => {
     each.syncWorker(h.runtime);
     await waitFor(async () => (await states(h)).synced === 60, 'all 60 synced after restart', 60_000);
     const truth = h.sandbox.state();
-    for (let i = 0; i < 60; i++) expect(truth.byName[`stop class ${i}`]).toBe(1);
+    for (let i = 0; i < 60; i++) expect(truth.byName[nameOf('stop', i)]).toBe(1);
   });
 
   it('Redis loses every job: the sweep re-enqueues from Postgres and all batches sync', async () => {
