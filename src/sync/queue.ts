@@ -61,7 +61,8 @@ export interface Placement {
 
 /** The job of one batch: one id per batch, its lane in its data and its name (for the dashboard), its priority. */
 export function syncJob(key: BatchKey, placement: Placement = { lane: 'live' }) {
-  const name = `${placement.lane} · ${key.batchId}`.slice(0, 200);
+  // What the queue dashboard lists: the lane, the institute (so the account serving it), the batch.
+  const name = `${placement.lane} · ${key.instituteId} · ${key.batchId}`.slice(0, 200);
   const data: SyncJobData = { instituteId: key.instituteId, batchId: key.batchId, lane: placement.lane };
   return { name, data, opts: { jobId: jobIdFor(key), priority: priorityOf(placement.lane, placement.position) } };
 }

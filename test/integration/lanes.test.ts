@@ -149,6 +149,8 @@ describe('institutes inside a lane', () => {
     const first = next.map((job) => job.data.batchId);
     expect(first.filter((id) => id.startsWith('small-'))).toHaveLength(5);
     expect(first.filter((id) => id.startsWith('big-'))).toHaveLength(5);
+    // The queue dashboard lists each job by lane, institute and batch.
+    for (const job of next) expect(job.name).toBe(`backfill · ${job.data.instituteId} · ${job.data.batchId}`);
     // A queue rebuilt by the sweep (Redis lost its jobs) interleaves them the same way.
     await h.runtime.queue.background.obliterate({ force: true });
     await sweepStuckBatches({ db: h.runtime.database.db, queue: h.runtime.queue, logger: h.runtime.logger }, { stuckAfterMs: 0 });
