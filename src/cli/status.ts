@@ -71,4 +71,12 @@ async function printBatch(rt: Runtime, batchId: string, opts: StatusFlags): Prom
   }
   const view = viewOf(row);
   console.log(opts.json ? JSON.stringify(view) : formatBatch(view, opts.showLink === true));
+  // A batch that waits because its account's key is refused says so (on stderr with --json).
+  const remote = rt.remotes.forInstitute(row.instituteId);
+  const several = rt.config.accounts.length > 1;
+  const refused =
+    remote && !['synced', 'abandoned'].includes(row.state)
+      ? await refusedKeyLine(remote.breaker, rt.config.classroom.keyProbeEveryMs, several ? remote.account.name : undefined)
+      : undefined;
+  if (refused) (opts.json ? console.error : console.log)(refused);
 }

@@ -149,6 +149,11 @@ describe('check and status while the remote refuses the key', () => {
         ),
       );
 
+      // Asked about the waiting batch itself, status says why it waits.
+      const one = await runCli(['status', 'refused-key-1'], { env });
+      expect(one.code, one.stderr).toBe(0);
+      expect(one.stdout).toMatch(new RegExp(`^credentials refused since ${since} `, 'm'));
+
       // The key works again: a probe closes the breaker, the batch syncs on its first attempt, and
       // both commands say nothing is held back.
       h.sandbox.faults.set({});
@@ -158,6 +163,7 @@ describe('check and status while the remote refuses the key', () => {
       expect(after.code, after.stdout).toBe(0);
       expect(after.stdout).toMatch(/^ok\s+workers\s+the fleet is not holding back/m);
       expect((await runCli(['status'], { env })).stdout).not.toContain('credentials refused');
+      expect((await runCli(['status', 'refused-key-1'], { env })).stdout).not.toContain('credentials refused');
       expect((await rowOf(h, 'refused-key-1'))?.lastError).toBeNull();
     } finally {
       h.sandbox.faults.set({});
