@@ -2,7 +2,7 @@
 // repairs, honest notes, errors.
 import { type Classification, type InSync, inSyncFinding } from './classify.ts';
 import type { LinkCheckResult } from './links.ts';
-import type { RepairInput, RepairOutcome } from './repair.ts';
+import { type RepairInput, type RepairOutcome, storedBatch } from './repair.ts';
 import type { RunClose } from '../mapping/index.ts';
 import {
   CATEGORIES,
@@ -88,7 +88,8 @@ export class ReportBuilder {
   linkChecked(result: LinkCheckResult): void {
     this.linkChecks = { checked: result.checked, failed: result.failed };
     for (const [finding, detail] of result.flagged) {
-      this.flagged.add(finding.rowId!);
+      // Link checks look only at in_sync batches, which are stored: a finding without a row is a bug.
+      this.flagged.add(storedBatch(finding).rowId);
       this.findings.link_missing.push({ ...finding, category: 'link_missing', detail });
     }
   }
