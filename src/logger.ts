@@ -81,6 +81,11 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   return pino(base, bufferedStdout());
 }
 
+/** A process's root logger from its settings: pretty on a terminal in development, JSON otherwise. */
+export function processLogger(settings: { logLevel: string; env: string }): Logger {
+  return createLogger({ level: settings.logLevel, pretty: settings.env === 'development' && process.stdout.isTTY });
+}
+
 /** How long a log line may wait in the buffer before it is written. */
 const FLUSH_EVERY_MS = 250;
 let stdout: pino.DestinationStream | undefined;

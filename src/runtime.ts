@@ -6,7 +6,7 @@ import { type RemoteObservers, type Remotes, createRemotes } from './accounts/re
 import type { Config } from './config.ts';
 import { type Database, createDatabase } from './db/client.ts';
 import type { PublishDeps } from './intake/publish.ts';
-import { type Logger, createLogger } from './logger.ts';
+import { type Logger, processLogger } from './logger.ts';
 import type { CredentialsBreaker } from './ratelimit/breaker.ts';
 import { type Redis, createRedis } from './redis.ts';
 import { within } from './timeout.ts';
@@ -30,7 +30,7 @@ export interface RuntimeOptions extends RemoteObservers {
 }
 
 export function createRuntime(config: Config, options: RuntimeOptions = {}): Runtime {
-  const logger = options.logger ?? createLogger({ level: config.logLevel, pretty: config.env === 'development' && process.stdout.isTTY });
+  const logger = options.logger ?? processLogger(config);
   const database = createDatabase(config.databaseUrl, { max: Math.max(10, config.sync.concurrency + 4) });
   const redis = createRedis(config.redisUrl, 'worker');
   const queue = createSyncQueue({ connection: redis, prefix: config.queuePrefix, attempts: config.sync.attempts });

@@ -3,7 +3,7 @@
 import type { Config } from '../config.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { type HttpServer, createHttpServer } from '../http/server.ts';
-import { type Logger, createLogger } from '../logger.ts';
+import { type Logger, processLogger } from '../logger.ts';
 import { type Metrics, createMetrics } from '../metrics/metrics.ts';
 import { createReconciler } from '../reconcile/scheduler.ts';
 import { type Runtime, createRuntime } from '../runtime.ts';
@@ -83,7 +83,7 @@ async function bounded(work: Promise<void>, ms: number, onTimeout: () => void): 
 }
 
 export async function startWorkerProcess(config: Config, options: WorkerProcessOptions = {}): Promise<void> {
-  const logger = options.logger ?? createLogger({ level: config.logLevel, pretty: config.env === 'development' && process.stdout.isTTY });
+  const logger = options.logger ?? processLogger(config);
   await runMigrations(config.databaseUrl, {
     onRetry: (error, waitMs) => logger.warn({ err: error, waitMs }, 'lost the PostgreSQL connection while migrating; trying again'),
   });
