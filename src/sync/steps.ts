@@ -32,9 +32,7 @@ export class BatchRun {
     /** A rate-limit slot the job reserved before the run (the lower lanes'): the first call uses it. */
     private firstSlot?: Promise<void> | undefined,
   ) {
-    // The job's logger is bound to this batch already; pino would repeat the keys in every line.
-    const bound = deps.logger.bindings();
-    this.log = bound.batchId === row.batchId ? deps.logger : deps.logger.child({ batchId: row.batchId, instituteId: row.instituteId });
+    this.log = deps.logger;
     this.journal = new Journal({ attempt, workerId: deps.workerId });
     this.lag = new ReadLag(startedAt, deps.settings.readLagMs);
   }

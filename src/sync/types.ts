@@ -28,6 +28,7 @@ export interface SyncDeps {
   db: Db;
   classroom: ClassroomClient;
   limiter?: RateLimiter | undefined;
+  /** The batch's logger: its caller binds batchId and instituteId (the job's, in processor.ts). */
   logger: Logger;
   workerId: string;
   settings: SyncSettings;
