@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { breakersOf } from '../accounts/remotes.ts';
 import type { Config } from '../config.ts';
+import type { CredentialsBreaker } from '../ratelimit/breaker.ts';
 import {
   countByAccount,
   countByState,
@@ -13,6 +14,7 @@ import {
   laneStats,
   notKnownUnder,
   refusedKeyLine,
+  TERMINAL_STATES,
   viewOf,
 } from '../read-model/index.ts';
 import type { Runtime } from '../runtime.ts';
@@ -54,10 +56,14 @@ async function printCounts(rt: Runtime, json: boolean): Promise<void> {
     console.log(lines.join('\n'));
   }
   // On stderr with --json, so the counts stay the JSON they always were.
-  for (const { account, breaker } of breakersOf(rt.remotes)) {
-    const refused = await refusedKeyLine(breaker, rt.config.classroom.keyProbeEveryMs, several ? account : undefined);
-    if (refused) (json ? console.error : console.log)(refused);
-  }
+  for (const { account, breaker } of breakersOf(rt.remotes)) await printRefusal(rt, breaker, account, json);
+}
+
+/** "credentials refused since T" for an account whose key is refused (named when there are several). */
+async function printRefusal(rt: Runtime, breaker: CredentialsBreaker, account: string, json: boolean): Promise<void> {
+  const several = rt.config.accounts.length > 1;
+  const refused = await refusedKeyLine(breaker, rt.config.classroom.keyProbeEveryMs, several ? account : undefined);
+  if (refused) (json ? console.error : console.log)(refused);
 }
 
 /** The batch's view; for an unknown id, exit code 1 and the institutes it is known under instead. */
@@ -71,12 +77,7 @@ async function printBatch(rt: Runtime, batchId: string, opts: StatusFlags): Prom
   }
   const view = viewOf(row);
   console.log(opts.json ? JSON.stringify(view) : formatBatch(view, opts.showLink === true));
-  // A batch that waits because its account's key is refused says so (on stderr with --json).
+  // An unfinished batch that waits because its account's key is refused says so.
   const remote = rt.remotes.forInstitute(row.instituteId);
-  const several = rt.config.accounts.length > 1;
-  const refused =
-    remote && !['synced', 'abandoned'].includes(row.state)
-      ? await refusedKeyLine(remote.breaker, rt.config.classroom.keyProbeEveryMs, several ? remote.account.name : undefined)
-      : undefined;
-  if (refused) (opts.json ? console.error : console.log)(refused);
+  if (remote && !TERMINAL_STATES.includes(row.state)) await printRefusal(rt, remote.breaker, remote.account.name, opts.json === true);
 }
