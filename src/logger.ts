@@ -4,40 +4,10 @@
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import pino, { type Logger } from 'pino';
 import { isClassroomError } from './classroom/errors.ts';
+import { TOP_LEVEL_PATHS, censor, censorSecondLevel } from './log-secrets.ts';
 
 export type { Logger };
-
-const SECRET_PATHS = [
-  'authorization',
-  '*.authorization',
-  'headers.authorization',
-  '*.headers.authorization',
-  'headers["x-api-key"]',
-  '*.headers["x-api-key"]',
-  'apiKey',
-  '*.apiKey',
-  'xApiKey',
-  '*.xApiKey',
-  'apiToken',
-  '*.apiToken',
-  'token',
-  '*.token',
-  'password',
-  '*.password',
-];
-
-/** Shows enough of a join link to tell two apart, never enough to join the class. */
-export function maskJoinLink(link: string | null | undefined): string | null {
-  if (!link) return link ?? null;
-  let prefix: string;
-  try {
-    const url = new URL(link);
-    prefix = `${url.protocol}//${url.host}/`;
-  } catch {
-    prefix = '';
-  }
-  return `${prefix}…(${link.length} chars)`;
-}
+export { maskJoinLink } from './log-secrets.ts';
 
 /** Turns any thrown value into a log-safe object: name, message, kind, status, code, stack. */
 export function serializeError(error: unknown): Record<string, unknown> {
@@ -64,21 +34,30 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const base: pino.LoggerOptions = {
     level: options.level ?? 'info',
     base: { service: 'classroom-sync' },
-    redact: {
-      paths: [...SECRET_PATHS, 'joinLink', '*.joinLink', 'joinMagicLink', '*.joinMagicLink'],
-      censor: (value, path) => {
-        const key = path[path.length - 1] ?? '';
-        return /joinLink|joinMagicLink/i.test(key) && typeof value === 'string' ? maskJoinLink(value) : '[redacted]';
-      },
-    },
+    redact: { paths: TOP_LEVEL_PATHS, censor },
+    formatters: { log: censorSecondLevel, bindings: censorSecondLevel },
     serializers: { err: serializeError, error: serializeError },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  if (options.destination) return pino(base, options.destination);
+  if (options.destination) return censorChildBindings(pino(base, options.destination));
   if (options.pretty) {
-    return pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } });
+    return censorChildBindings(pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } }));
   }
-  return pino(base, bufferedStdout());
+  return censorChildBindings(pino(base, bufferedStdout()));
+}
+
+/**
+ * pino gives a child's bindings no formatter of ours, so the root's `child` censors them first. A
+ * child is made from its parent by `Object.create`, so every descendant finds this `child` too.
+ */
+function censorChildBindings(root: Logger): Logger {
+  type Child = (this: unknown, bindings: pino.Bindings, options?: pino.ChildLoggerOptions) => unknown;
+  const child = root.child as unknown as Child;
+  const censoring: Child = function (bindings, options) {
+    return child.call(this, censorSecondLevel(bindings), options);
+  };
+  root.child = censoring as unknown as Logger['child'];
+  return root;
 }
 
 /** A process's root logger from its settings: pretty on a terminal in development, JSON otherwise. */
