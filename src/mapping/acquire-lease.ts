@@ -2,7 +2,8 @@
 // a new epoch that every later write of the run must name.
 import { sql } from 'drizzle-orm';
 import { TERMINAL_STATES } from '../db/schema/index.ts';
-import { type Db, ROW_B, decodeRow, execute, interval, prepared } from './sql.ts';
+import { value } from './fenced-write.ts';
+import { type Db, ROW_B, decodeRow, execute, prepare, runPrepared } from './sql.ts';
 import type { BatchKey, Lease, MappingRow } from './types.ts';
 
 export type AcquireResult =
@@ -22,19 +23,20 @@ const terminal = sql.join(
   sql`, `,
 );
 
-export async function acquireLease(db: Db, key: BatchKey, owner: string, leaseMs: number, attempt: number): Promise<AcquireResult> {
-  const [granted] = await prepared(
-    db,
-    'acquire_lease',
-    sql`
+const ACQUIRE = prepare(
+  'acquire_lease',
+  sql`
     update batch_classes b
-       set lease_owner = ${owner}, lease_epoch = b.lease_epoch + 1, lease_expires_at = now() + ${interval(leaseMs)},
-           attempts = ${attempt}, updated_at = now()
-     where b.institute_id = ${key.instituteId} and b.batch_id = ${key.batchId}
+       set lease_owner = ${value('owner')}, lease_epoch = b.lease_epoch + 1, lease_expires_at = now() + (${value('leaseMs')} * interval '1 millisecond'),
+           attempts = ${value('attempt')}, updated_at = now()
+     where b.institute_id = ${value('instituteId')} and b.batch_id = ${value('batchId')}
        and b.state not in (${terminal})
        and (b.lease_expires_at is null or b.lease_expires_at < now())
     returning ${ROW_B}, now() as "dbNow"`,
-  );
+);
+
+export async function acquireLease(db: Db, key: BatchKey, owner: string, leaseMs: number, attempt: number): Promise<AcquireResult> {
+  const [granted] = await runPrepared(db, ACQUIRE, { owner, leaseMs, attempt, instituteId: key.instituteId, batchId: key.batchId });
   if (granted) {
     const { dbNow, ...raw } = granted;
     const row = decodeRow(raw);

@@ -1,38 +1,59 @@
 // The one statement behind every write a sync run makes: the change, the lease it extends (or
 // releases), and the audit rows that explain it, fenced by the run's lease epoch. One round trip,
-// no transaction: the CTE is atomic.
+// no transaction: the CTE is atomic. Each write is compiled once, when its module loads, in two
+// forms (with audit rows and without); a run supplies only its values.
 import { type SQL, sql } from 'drizzle-orm';
-import { type DbOrTx, PROGRESS_B, type ProgressRow, decodeRow, insertEvents, interval, prepared } from './sql.ts';
+import { type DbOrTx, PROGRESS_B, type Prepared, type ProgressRow, decodeRow, eventsJson, insertEvents, prepare, runPrepared } from './sql.ts';
 import { type AuditEvent, type Lease, LeaseLostError } from './types.ts';
 
-export interface FencedWrite {
-  /** Names the statement (with `lease` and whether there are events): one text per name. */
-  name: string;
-  /** `column = value, …` assignments; empty for a lease touch. */
-  set?: SQL;
-  /** Extends the lease by this much (a run going on), or releases it (`release`). */
-  lease: { extendMs: number } | 'release';
-  events: readonly AuditEvent[];
+/** A named value of a run (`sql.placeholder`), filled in when the write runs. */
+export const value = (name: string) => sql.placeholder(name);
+
+export interface FencedStatement {
+  /** Extends the lease (a run going on) or releases it. */
+  readonly lease: 'extend' | 'release';
+  readonly audited: Prepared;
+  readonly quiet: Prepared;
 }
 
 /**
- * Writes only while `lease` is this run's and unexpired (a release needs only the epoch: a run
- * may always give up what it holds). Throws LeaseLostError when another runner has taken over.
+ * A fenced write of `set` (`column = value, …` assignments, with `value(name)` where a run's values
+ * go; none for a lease touch). It writes only while the lease is this run's and unexpired (a release
+ * needs only the epoch: a run may always give up what it holds).
  */
-export async function fencedWrite(db: DbOrTx, lease: Lease, write: FencedWrite): Promise<ProgressRow> {
-  const releasing = write.lease === 'release';
-  const leaseSet =
-    write.lease === 'release' ? sql`lease_owner = null, lease_expires_at = null` : sql`lease_expires_at = now() + ${interval(write.lease.extendMs)}`;
+export function fencedStatement(name: string, lease: 'extend' | 'release', set?: SQL): FencedStatement {
+  const releasing = lease === 'release';
+  const leaseSet = releasing
+    ? sql`lease_owner = null, lease_expires_at = null`
+    : sql`lease_expires_at = now() + (${value('extendMs')} * interval '1 millisecond')`;
   const fence = releasing ? sql`` : sql` and b.lease_expires_at > now()`;
-  const update = sql`update batch_classes b set ${write.set ? sql`${write.set}, ` : sql``}${leaseSet}, updated_at = now()
-     where b.id = ${lease.rowId} and b.lease_epoch = ${lease.epoch}${fence}
+  const update = sql`update batch_classes b set ${set ? sql`${set}, ` : sql``}${leaseSet}, updated_at = now()
+     where b.id = ${value('rowId')} and b.lease_epoch = ${value('epoch')}${fence}
      returning ${PROGRESS_B}`;
-  const statement =
-    write.events.length === 0
-      ? update
-      : sql`with updated as (${update}), audit as (${insertEvents(sql`select "id" as id from updated`, write.events)}) select * from updated`;
-  const name = `${write.name}:${releasing ? 'release' : 'extend'}:${write.events.length === 0 ? 'quiet' : 'audited'}`;
-  const [row] = await prepared(db, name, statement);
+  const audit = insertEvents(sql`select "id" as id from updated`, sql`${value('events')}::jsonb`);
+  return {
+    lease,
+    audited: prepare(`${name}:${lease}:audited`, sql`with updated as (${update}), audit as (${audit}) select * from updated`),
+    quiet: prepare(`${name}:${lease}:quiet`, update),
+  };
+}
+
+export interface FencedValues {
+  events: readonly AuditEvent[];
+  /** How far an extending write moves the lease's end from now. */
+  extendMs?: number;
+  /** The values of the statement's own `value(name)`s. */
+  values?: Record<string, unknown>;
+}
+
+/** Runs `statement` for this run's lease. Throws LeaseLostError when another runner has taken over. */
+export async function fencedWrite(db: DbOrTx, lease: Lease, statement: FencedStatement, write: FencedValues): Promise<ProgressRow> {
+  if (statement.lease === 'extend' && write.extendMs === undefined) throw new Error(`${statement.quiet.name}: a write that extends the lease needs extendMs`);
+  const audited = write.events.length > 0;
+  const values: Record<string, unknown> = { ...write.values, rowId: lease.rowId, epoch: lease.epoch };
+  if (statement.lease === 'extend') values.extendMs = write.extendMs;
+  if (audited) values.events = eventsJson(write.events);
+  const [row] = await runPrepared(db, audited ? statement.audited : statement.quiet, values);
   if (!row) throw new LeaseLostError(lease.batchId);
   return decodeRow(row);
 }

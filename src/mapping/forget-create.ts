@@ -1,12 +1,14 @@
 import { sql } from 'drizzle-orm';
-import { fencedWrite } from './fenced-write.ts';
+import { fencedStatement, fencedWrite } from './fenced-write.ts';
 import type { DbOrTx, ProgressRow } from './sql.ts';
 import type { AuditEvent, Lease } from './types.ts';
+
+const FORGET_CREATE = fencedStatement('forget_create', 'extend', sql`state = 'pending', create_sent_at = null`);
 
 /**
  * Back to `pending`: the add-class is known not to have made a class (it failed before the remote
  * acted, or the listing showed none once the read-lag window had passed), so it may be sent again.
  */
 export function forgetCreate(db: DbOrTx, lease: Lease, leaseMs: number, events: readonly AuditEvent[]): Promise<ProgressRow> {
-  return fencedWrite(db, lease, { name: 'forget_create', set: sql`state = 'pending', create_sent_at = null`, lease: { extendMs: leaseMs }, events });
+  return fencedWrite(db, lease, FORGET_CREATE, { extendMs: leaseMs, events });
 }

@@ -1,7 +1,15 @@
 import { sql } from 'drizzle-orm';
-import { fencedWrite } from './fenced-write.ts';
+import { fencedStatement, fencedWrite, value } from './fenced-write.ts';
 import type { DbOrTx, ProgressRow } from './sql.ts';
 import type { AuditEvent, Lease } from './types.ts';
+
+const MARK_SYNCED = fencedStatement(
+  'mark_synced',
+  'release',
+  sql`state = 'synced', join_link = ${value('joinLink')}, synced_at = now(), last_error = null, last_error_kind = null,
+      remote_name = coalesce(${value('remoteName')}::text, remote_name),
+      link_enabled_at = coalesce(link_enabled_at, ${value('linkEnabledAt')}::timestamptz)`,
+);
 
 /**
  * The join link read back: state `synced` (terminal), the lease released. `linkEnabledAt` is when
@@ -13,12 +21,6 @@ export function markSynced(
   read: { joinLink: string; remoteName?: string | undefined; linkEnabledAt: Date },
   events: readonly AuditEvent[],
 ): Promise<ProgressRow> {
-  return fencedWrite(db, lease, {
-    name: 'mark_synced',
-    set: sql`state = 'synced', join_link = ${read.joinLink}, synced_at = now(), last_error = null, last_error_kind = null,
-             remote_name = coalesce(${read.remoteName ?? null}::text, remote_name),
-             link_enabled_at = coalesce(link_enabled_at, ${read.linkEnabledAt.toISOString()}::timestamptz)`,
-    lease: 'release',
-    events,
-  });
+  const values = { joinLink: read.joinLink, remoteName: read.remoteName ?? null, linkEnabledAt: read.linkEnabledAt.toISOString() };
+  return fencedWrite(db, lease, MARK_SYNCED, { events, values });
 }

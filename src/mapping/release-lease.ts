@@ -1,8 +1,8 @@
 import { type SQL, sql } from 'drizzle-orm';
-import { fencedWrite } from './fenced-write.ts';
-import { type Unstored, unstoredAssignments } from './unstored.ts';
+import { type FencedStatement, fencedStatement, fencedWrite, value } from './fenced-write.ts';
 import type { DbOrTx, ProgressRow } from './sql.ts';
 import { type AuditEvent, type Lease, LeaseLostError } from './types.ts';
+import { type Unstored, storeLinkStep, unstoredValues } from './unstored.ts';
 
 /** How a run that stops early leaves its batch. */
 export type RunEnd =
@@ -13,23 +13,19 @@ export type RunEnd =
   /** A permanent failure: state `failed` (terminal; `classroom-sync retry` resumes it). */
   | { as: 'failed'; error: string; errorKind: string };
 
-function assignments(end: RunEnd) {
-  switch (end.as) {
-    case 'unchanged':
-      return undefined;
-    case 'attempt_failed':
-      return sql`last_error = ${end.error}, last_error_kind = ${end.errorKind}`;
-    case 'failed':
-      return sql`state = 'failed', failed_at = now(), last_error = ${end.error}, last_error_kind = ${end.errorKind}`;
-  }
+const KEEP_ERROR = sql`last_error = ${value('error')}, last_error_kind = ${value('errorKind')}`;
+
+/** Each way to end, with and without an unstored link step to store on the way out. */
+function releases(as: RunEnd['as']): { plain: FencedStatement; storingLink: FencedStatement } {
+  const set: SQL | undefined = { unchanged: undefined, attempt_failed: KEEP_ERROR, failed: sql`state = 'failed', failed_at = now(), ${KEEP_ERROR}` }[as];
+  const link = storeLinkStep({ keepState: as === 'failed' });
+  return {
+    plain: fencedStatement(`release_${as}`, 'release', set),
+    storingLink: fencedStatement(`release_${as}_link`, 'release', set ? sql`${set}, ${link}` : link),
+  };
 }
 
-function withUnstored(end: RunEnd, set: SQL | undefined, unstored: Unstored): SQL | undefined {
-  // A failed batch keeps `failed`; its stored link_enabled_at tells `retry` to resume after edit-class.
-  const progress = unstoredAssignments(unstored, { keepState: end.as === 'failed' });
-  if (!progress) return set;
-  return set ? sql`${set}, ${progress}` : progress;
-}
+const RELEASES = { unchanged: releases('unchanged'), attempt_failed: releases('attempt_failed'), failed: releases('failed') };
 
 /** Ends this run's lease; undefined when another runner has already taken it (nothing written). */
 export async function releaseLease(
@@ -39,10 +35,11 @@ export async function releaseLease(
   events: readonly AuditEvent[],
   unstored: Unstored = {},
 ): Promise<ProgressRow | undefined> {
+  const link = unstoredValues(unstored);
+  const statement = link ? RELEASES[end.as].storingLink : RELEASES[end.as].plain;
+  const values = { ...(end.as === 'unchanged' ? {} : { error: end.error, errorKind: end.errorKind }), ...link };
   try {
-    const set = withUnstored(end, assignments(end), unstored);
-    const name = `release_${end.as}${unstored.linkEnabledAt ? '_link' : ''}`;
-    return await fencedWrite(db, lease, { name, ...(set ? { set } : {}), lease: 'release', events });
+    return await fencedWrite(db, lease, statement, { events, values });
   } catch (error) {
     if (error instanceof LeaseLostError) return undefined;
     throw error;

@@ -1,6 +1,6 @@
 // Pieces every statement of the mapping module shares: the select list that returns a whole row
 // as `MappingRow`, the audit-trail insert, and interval parameters.
-import { type SQL, getTableColumns, sql } from 'drizzle-orm';
+import { type SQL, fillPlaceholders, getTableColumns, sql } from 'drizzle-orm';
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
@@ -78,20 +78,35 @@ export async function rowsOf(db: DbOrTx, statement: SQL): Promise<MappingRow[]> 
 const dialect = new PgDialect();
 
 /**
- * Runs a statement of a batch's hot path as a named prepared statement: PostgreSQL parses and plans
- * it once per connection, and later runs send only its name and parameters instead of ~1 KB of SQL
- * (which measurably cost the worker CPU per batch: bench/cost.ts). drizzle still builds the SQL.
- * `name` must stand for one text only: callers name each variant of a statement. Errors come back
- * as drizzle's own, so they are classified and redacted like any other failed statement.
+ * A statement of a batch's hot path, compiled by drizzle once, when its module loads: its text, and
+ * its parameters with a named placeholder (`sql.placeholder`) where each run's values go.
  */
-export async function prepared(db: DbOrTx, name: string, statement: SQL): Promise<Record<string, unknown>[]> {
-  const pool = (db as { $client?: pg.Pool }).$client;
-  if (!pool) return (await db.execute(statement)).rows;
+export interface Prepared {
+  /** The prepared statement's name: PostgreSQL parses and plans it once per connection. */
+  readonly name: string;
+  readonly text: string;
+  readonly params: readonly unknown[];
+}
+
+export function prepare(name: string, statement: SQL): Prepared {
   const { sql: text, params } = dialect.sqlToQuery(statement);
+  return { name, text, params };
+}
+
+/**
+ * Runs a prepared statement with this run's values. Building each statement's SQL again for every
+ * write, and sending its ~1 KB text, were a measurable share of a batch's cost (bench/cost.ts).
+ * Errors come back as drizzle's own, so they are classified and redacted like any other failed
+ * statement.
+ */
+export async function runPrepared(db: DbOrTx, statement: Prepared, values: Record<string, unknown>): Promise<Record<string, unknown>[]> {
+  const params = fillPlaceholders(statement.params as unknown[], values);
+  const client = (db as { $client?: pg.Pool }).$client;
+  if (!client) throw new Error(`${statement.name}: prepared statements run on the pool (not inside a transaction)`);
   try {
-    return (await pool.query({ name, text, values: params })).rows;
+    return (await client.query({ name: statement.name, text: statement.text, values: params })).rows;
   } catch (error) {
-    throw new DrizzleQueryError(text, params, error instanceof Error ? error : new Error(String(error)));
+    throw new DrizzleQueryError(statement.text, params, error instanceof Error ? error : new Error(String(error)));
   }
 }
 
@@ -100,7 +115,7 @@ const EVENT_RECORD = sql.raw(
 );
 
 /** The events as one jsonb parameter (the insert then costs one statement, whatever their number). */
-function eventsParam(events: readonly AuditEvent[]): string {
+export function eventsJson(events: readonly AuditEvent[]): string {
   return JSON.stringify(
     events.map((e) => ({
       at: e.at ?? null,
@@ -122,13 +137,14 @@ function eventsParam(events: readonly AuditEvent[]): string {
 }
 
 /**
- * `insert into batch_events …` of `events` for the row ids that `rowIds` (a select) yields: used as
- * a CTE beside the state change it explains, so the two are one statement and never disagree.
+ * `insert into batch_events …` of the events in `events` (a jsonb expression, see `eventsJson`) for
+ * the row ids that `rowIds` (a select) yields: used as a CTE beside the state change it explains, so
+ * the two are one statement and never disagree.
  */
-export function insertEvents(rowIds: SQL, events: readonly AuditEvent[]): SQL {
+export function insertEvents(rowIds: SQL, events: SQL): SQL {
   return sql`insert into batch_events (batch_row_id, at, type, from_state, to_state, operation, http_status, body_status, duration_ms, outcome, error, attempt, worker_id, class_id, detail)
     select r.id, coalesce(e.at, now()), e.type, e.from_state, e.to_state, e.operation, e.http_status, e.body_status, e.duration_ms, e.outcome, e.error, e.attempt, e.worker_id, e.class_id, e.detail
-      from (${rowIds}) r, jsonb_to_recordset(${eventsParam(events)}::jsonb) as ${EVENT_RECORD}`;
+      from (${rowIds}) r, jsonb_to_recordset(${events}) as ${EVENT_RECORD}`;
 }
 
 /** `(institute_id, batch_id)` pairs as a table `v`, from two array parameters. */

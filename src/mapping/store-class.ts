@@ -1,7 +1,13 @@
 import { sql } from 'drizzle-orm';
-import { fencedWrite } from './fenced-write.ts';
+import { fencedStatement, fencedWrite, value } from './fenced-write.ts';
 import type { DbOrTx, ProgressRow } from './sql.ts';
 import type { AuditEvent, Lease } from './types.ts';
+
+const STORE_CLASS = fencedStatement(
+  'store_class',
+  'extend',
+  sql`class_id = ${value('classId')}, state = 'created', class_created_at = now(), review = null, remote_name = coalesce(${value('remoteName')}::text, remote_name)`,
+);
 
 /** The ClassID of a class this batch created or adopted: state `created`. */
 export function storeClass(
@@ -11,10 +17,5 @@ export function storeClass(
   found: { classId: string; remoteName?: string | undefined },
   events: readonly AuditEvent[],
 ): Promise<ProgressRow> {
-  return fencedWrite(db, lease, {
-    name: 'store_class',
-    set: sql`class_id = ${found.classId}, state = 'created', class_created_at = now(), review = null, remote_name = coalesce(${found.remoteName ?? null}::text, remote_name)`,
-    lease: { extendMs: leaseMs },
-    events,
-  });
+  return fencedWrite(db, lease, STORE_CLASS, { extendMs: leaseMs, events, values: { classId: found.classId, remoteName: found.remoteName ?? null } });
 }

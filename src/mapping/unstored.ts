@@ -1,4 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm';
+import { value } from './fenced-write.ts';
 
 /**
  * What a run learned but has not stored yet: edit-class enabled the link. edit-class may be sent
@@ -9,9 +10,16 @@ export interface Unstored {
   linkEnabledAt?: Date | undefined;
 }
 
-/** The assignments that store `unstored`; undefined when there is nothing to store. */
-export function unstoredAssignments(unstored: Unstored, options: { keepState?: boolean } = {}): SQL | undefined {
-  if (!unstored.linkEnabledAt) return undefined;
-  const at = sql`link_enabled_at = ${unstored.linkEnabledAt.toISOString()}::timestamptz`;
+/**
+ * The assignments that store an unstored link step (their value: `unstoredValues`). A batch that
+ * fails keeps `failed`: its stored link_enabled_at tells `retry` to resume after edit-class.
+ */
+export function storeLinkStep(options: { keepState?: boolean } = {}): SQL {
+  const at = sql`link_enabled_at = ${value('linkEnabledAt')}::timestamptz`;
   return options.keepState ? at : sql`state = 'link_enabled', ${at}`;
+}
+
+/** The values `storeLinkStep` needs; undefined when there is nothing to store. */
+export function unstoredValues(unstored: Unstored): { linkEnabledAt: string } | undefined {
+  return unstored.linkEnabledAt ? { linkEnabledAt: unstored.linkEnabledAt.toISOString() } : undefined;
 }
