@@ -23,9 +23,8 @@ export type FailureKind =
  * a retry may do, the reason says why.
  */
 export type FailureReason =
-  /** Not sent: no connection could be opened, fetch refuses the port, the rate limiter was unreachable, the key is known to be refused, an unsafe id. */
+  /** Not sent: no connection could be opened, the rate limiter was unreachable, the key is known to be refused, an unsafe id. */
   | 'connect_failed'
-  | 'bad_port'
   | 'limiter_unavailable'
   | 'breaker_open'
   | 'unsafe_id'

@@ -3,11 +3,14 @@
 // throwing on HTTP errors (the answer is classified by its status and body), and our own deadline
 // (`call.ts`: one signal for headers and body alike).
 //
-// ky builds a Request with a stream body and clones it for retries, even with retries off; for
-// three small JSON calls per batch that was a third of the worker's CPU over bare fetch
-// (bench/cost.ts). So the body and the deadline reach fetch directly, through ky's `fetch` option
-// and its documented hand-over of options it does not know to that fetch.
+// ky sends through undici's `request` (its `fetch` option), not the global fetch: fetch's web
+// streams and per-request objects made three small JSON calls cost a worker more CPU than all of
+// its PostgreSQL and Redis work (bench/cost.ts). undici is the client Node's own fetch is built
+// on, so connections, keep-alive and errors are the same; a redirect is answered, not followed
+// (a followed 302 would send add-class again as a GET). The body and the deadline reach undici
+// through ky's documented hand-over of options it does not know to its `fetch`.
 import ky, { type KyInstance, type Options } from 'ky';
+import { request as undiciRequest } from 'undici';
 import type { ClassroomSettings } from './settings.ts';
 
 type Settings = ClassroomSettings;
@@ -36,25 +39,42 @@ export function createHttp(settings: Settings): Http {
     retry: 0,
     throwHttpErrors: false,
     headers: headersOf(settings),
-    fetch: sendDirect as typeof fetch,
+    fetch: sendWithUndici as typeof fetch,
   });
   return (send) => request(http, send);
 }
 
 function request(http: KyInstance, send: Send): Promise<Response> {
   const handover: Handover = { deadline: send.signal, ...(send.json === undefined ? {} : { sendBody: JSON.stringify(send.json) }) };
-  const options = { method: send.method, ...(send.searchParams ? { searchParams: send.searchParams } : {}), ...handover } as Options;
-  return http(relative(send.path), options);
+  const query = send.searchParams ? `?${new URLSearchParams(send.searchParams)}` : '';
+  return http(`${relative(send.path)}${query}`, { method: send.method, ...handover } as Options);
 }
 
-/** fetch for ky: the Request's URL, method and headers, with the body and deadline ky handed over. */
-function sendDirect(request: Request, handover: Handover = {}): Promise<Response> {
-  return fetch(request.url, {
-    method: request.method,
-    headers: request.headers,
+/** Statuses whose response has no body (the Response constructor refuses one). */
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+/**
+ * fetch for ky: the Request's URL, method and headers, with the body and deadline ky handed over,
+ * sent by undici. The whole body is read under the deadline, then handed back as a Response.
+ */
+async function sendWithUndici(request: Request, handover: Handover = {}): Promise<Response> {
+  const answer = await undiciRequest(request.url, {
+    method: request.method as 'GET' | 'POST' | 'PUT',
+    headers: Object.fromEntries(request.headers),
     ...(handover.sendBody === undefined ? {} : { body: handover.sendBody }),
     ...(handover.deadline ? { signal: handover.deadline } : {}),
   });
+  const body = await answer.body.text();
+  return new Response(NULL_BODY.has(answer.statusCode) ? null : body, { status: answer.statusCode, headers: headersOfAnswer(answer.headers) });
+}
+
+function headersOfAnswer(raw: Record<string, string | string[] | undefined>): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(raw)) {
+    if (Array.isArray(value)) for (const one of value) headers.append(name, one);
+    else if (value !== undefined) headers.append(name, value);
+  }
+  return headers;
 }
 
 function headersOf(settings: Settings): Record<string, string> {

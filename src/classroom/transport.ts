@@ -15,14 +15,6 @@ export function transportError(operation: ClassroomOperation, error: unknown, ti
     });
   }
   const code = errorCode(error);
-  // fetch refuses some URLs before opening a socket (e.g. a blocked port: cause "bad port").
-  if ((error as { cause?: { message?: string } })?.cause?.message === 'bad port') {
-    return new NotSentError(`${operation} not sent: fetch refuses this port (set CLASSROOM_BASE_URL to a usable port)`, {
-      operation,
-      reason: 'bad_port',
-      cause: error,
-    });
-  }
   if (code && NOT_SENT_CODES.has(code)) {
     return new NotSentError(`${operation} not sent: cannot connect (${code})`, { operation, reason: 'connect_failed', cause: error });
   }
