@@ -1,4 +1,6 @@
 // The client against the sandbox over real HTTP: every header, every failure classified.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createClassroomClient, type ClassroomClient } from '../../src/classroom/client.ts';
 import { CredentialsRefusedError, NotSentError, OutcomeUnknownError, RejectedError, ThrottledError } from '../../src/classroom/errors.ts';
@@ -94,6 +96,26 @@ describe('classroom client', () => {
     expect(text).not.toContain(base.classroom.apiKey);
     expect(text).not.toContain(base.classroom.xApiKey);
     expect(text).not.toContain(Buffer.from(`${base.classroom.userId}:${base.classroom.apiKey}`).toString('base64'));
+  });
+});
+
+describe('classroom client, redirects', () => {
+  it('classifies a redirected add-class as outcome unknown and does not follow it', async () => {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      res.writeHead(302, { location: '/elsewhere' }).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = createClassroomClient({ ...base.classroom, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+      const error = await client.addClass({ name: 'Moved', subject: 'Maths', instituteId: institute }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OutcomeUnknownError);
+      expect((error as OutcomeUnknownError).httpStatus).toBe(302);
+      expect(seen).toEqual([`POST ${base.classroom.addClassPath}`]);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 
