@@ -27,6 +27,13 @@ export function ownerOf(url: string, functionName: string): string {
   return url;
 }
 
+/**
+ * Native frames that are system calls writing to a socket. The profile samples by wall clock, so
+ * their share includes time the process was not running (on a busy machine, a write to loopback
+ * wakes the receiver, which may run first): they get a line of their own, not a package's.
+ */
+const SOCKET_WRITES = new Set(['writev', 'writeUtf8String', 'writeLatin1String', 'writeAsciiString', 'writeBuffer', 'writeString']);
+
 /** Our own code or a package: where time spent in Node's internals or native code is charged. */
 const isResponsible = (owner: string) => !owner.startsWith('node:') && !owner.startsWith('(');
 
@@ -58,6 +65,7 @@ export function summarize(
     let responsible = owner;
     while (frame && !isResponsible(ownerOf(frame.callFrame.url, frame.callFrame.functionName))) frame = parent.get(frame.id);
     if (frame) responsible = ownerOf(frame.callFrame.url, frame.callFrame.functionName);
+    if (!url && SOCKET_WRITES.has(functionName)) responsible = '(socket writes, wall clock)';
     byResponsible.set(responsible, (byResponsible.get(responsible) ?? 0) + us);
   }
   const sorted = (m: Map<string, number>) =>
