@@ -7,7 +7,7 @@
 // streams and per-request objects made three small JSON calls cost a worker more CPU than all of
 // its PostgreSQL and Redis work (bench/cost.ts). undici is the client Node's own fetch is built
 // on, so connections, keep-alive and errors are the same; a redirect is answered, not followed
-// (a followed 302 would send add-class again as a GET). The body and the deadline reach undici
+// (fetch sent a redirected add-class on: as a GET, or after a 307 or 308 as a second POST). The body and the deadline reach undici
 // through ky's documented hand-over of options it does not know to its `fetch`.
 import ky, { type KyInstance, type Options } from 'ky';
 import { request as undiciRequest } from 'undici';
