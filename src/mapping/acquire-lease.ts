@@ -2,8 +2,7 @@
 // a new epoch that every later write of the run must name.
 import { sql } from 'drizzle-orm';
 import { TERMINAL_STATES } from '../db/schema/index.ts';
-import { value } from './fenced-write.ts';
-import { type Db, ROW_B, decodeRow, execute, prepare, runPrepared } from './sql.ts';
+import { type Db, ROW_B, decodeRow, execute, interval, prepare, runPrepared, value } from './sql.ts';
 import type { BatchKey, Lease, MappingRow } from './types.ts';
 
 export type AcquireResult =
@@ -27,7 +26,7 @@ const ACQUIRE = prepare(
   'acquire_lease',
   sql`
     update batch_classes b
-       set lease_owner = ${value('owner')}, lease_epoch = b.lease_epoch + 1, lease_expires_at = now() + (${value('leaseMs')} * interval '1 millisecond'),
+       set lease_owner = ${value('owner')}, lease_epoch = b.lease_epoch + 1, lease_expires_at = now() + ${interval(value('leaseMs'))},
            attempts = ${value('attempt')}, updated_at = now()
      where b.institute_id = ${value('instituteId')} and b.batch_id = ${value('batchId')}
        and b.state not in (${terminal})

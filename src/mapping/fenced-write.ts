@@ -3,11 +3,8 @@
 // no transaction: the CTE is atomic. Each write is compiled once, when its module loads, in two
 // forms (with audit rows and without); a run supplies only its values.
 import { type SQL, sql } from 'drizzle-orm';
-import { type DbOrTx, PROGRESS_B, type Prepared, type ProgressRow, decodeRow, eventsJson, insertEvents, prepare, runPrepared } from './sql.ts';
+import { type Db, PROGRESS_B, type Prepared, type ProgressRow, decodeRow, eventsJson, insertEvents, interval, prepare, runPrepared, value } from './sql.ts';
 import { type AuditEvent, type Lease, LeaseLostError } from './types.ts';
-
-/** A named value of a run (`sql.placeholder`), filled in when the write runs. */
-export const value = (name: string) => sql.placeholder(name);
 
 export interface FencedStatement {
   /** Extends the lease (a run going on) or releases it. */
@@ -23,9 +20,7 @@ export interface FencedStatement {
  */
 export function fencedStatement(name: string, lease: 'extend' | 'release', set?: SQL): FencedStatement {
   const releasing = lease === 'release';
-  const leaseSet = releasing
-    ? sql`lease_owner = null, lease_expires_at = null`
-    : sql`lease_expires_at = now() + (${value('extendMs')} * interval '1 millisecond')`;
+  const leaseSet = releasing ? sql`lease_owner = null, lease_expires_at = null` : sql`lease_expires_at = now() + ${interval(value('extendMs'))}`;
   const fence = releasing ? sql`` : sql` and b.lease_expires_at > now()`;
   const update = sql`update batch_classes b set ${set ? sql`${set}, ` : sql``}${leaseSet}, updated_at = now()
      where b.id = ${value('rowId')} and b.lease_epoch = ${value('epoch')}${fence}
@@ -47,7 +42,7 @@ export interface FencedValues {
 }
 
 /** Runs `statement` for this run's lease. Throws LeaseLostError when another runner has taken over. */
-export async function fencedWrite(db: DbOrTx, lease: Lease, statement: FencedStatement, write: FencedValues): Promise<ProgressRow> {
+export async function fencedWrite(db: Db, lease: Lease, statement: FencedStatement, write: FencedValues): Promise<ProgressRow> {
   if (statement.lease === 'extend' && write.extendMs === undefined) throw new Error(`${statement.quiet.name}: a write that extends the lease needs extendMs`);
   const audited = write.events.length > 0;
   const values: Record<string, unknown> = { ...write.values, rowId: lease.rowId, epoch: lease.epoch };

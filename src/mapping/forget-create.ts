@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { fencedStatement, fencedWrite } from './fenced-write.ts';
-import type { DbOrTx, ProgressRow } from './sql.ts';
+import type { Db, ProgressRow } from './sql.ts';
 import type { AuditEvent, Lease } from './types.ts';
 
 const FORGET_CREATE = fencedStatement('forget_create', 'extend', sql`state = 'pending', create_sent_at = null`);
@@ -9,6 +9,6 @@ const FORGET_CREATE = fencedStatement('forget_create', 'extend', sql`state = 'pe
  * Back to `pending`: the add-class is known not to have made a class (it failed before the remote
  * acted, or the listing showed none once the read-lag window had passed), so it may be sent again.
  */
-export function forgetCreate(db: DbOrTx, lease: Lease, leaseMs: number, events: readonly AuditEvent[]): Promise<ProgressRow> {
+export function forgetCreate(db: Db, lease: Lease, leaseMs: number, events: readonly AuditEvent[]): Promise<ProgressRow> {
   return fencedWrite(db, lease, FORGET_CREATE, { extendMs: leaseMs, events });
 }

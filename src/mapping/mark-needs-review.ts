@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { fencedStatement, fencedWrite, value } from './fenced-write.ts';
-import type { DbOrTx, ProgressRow } from './sql.ts';
+import { fencedStatement, fencedWrite } from './fenced-write.ts';
+import { type Db, type ProgressRow, value } from './sql.ts';
 import type { AuditEvent, Lease, Review } from './types.ts';
 
 const MARK_NEEDS_REVIEW = fencedStatement(
@@ -10,6 +10,6 @@ const MARK_NEEDS_REVIEW = fencedStatement(
 );
 
 /** An add-class of unknown outcome the listing cannot settle: `needs_review` with the evidence (terminal). */
-export function markNeedsReview(db: DbOrTx, lease: Lease, review: Review, events: readonly AuditEvent[]): Promise<ProgressRow> {
+export function markNeedsReview(db: Db, lease: Lease, review: Review, events: readonly AuditEvent[]): Promise<ProgressRow> {
   return fencedWrite(db, lease, MARK_NEEDS_REVIEW, { events, values: { review: JSON.stringify(review), reason: review.reason } });
 }

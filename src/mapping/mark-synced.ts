@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { fencedStatement, fencedWrite, value } from './fenced-write.ts';
-import type { DbOrTx, ProgressRow } from './sql.ts';
+import { fencedStatement, fencedWrite } from './fenced-write.ts';
+import { type Db, type ProgressRow, value } from './sql.ts';
 import type { AuditEvent, Lease } from './types.ts';
 
 const MARK_SYNCED = fencedStatement(
@@ -16,7 +16,7 @@ const MARK_SYNCED = fencedStatement(
  * edit-class enabled it, kept unless a recovery point already stored it.
  */
 export function markSynced(
-  db: DbOrTx,
+  db: Db,
   lease: Lease,
   read: { joinLink: string; remoteName?: string | undefined; linkEnabledAt: Date },
   events: readonly AuditEvent[],

@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm';
-import { type FencedStatement, fencedStatement, fencedWrite, value } from './fenced-write.ts';
-import type { DbOrTx, ProgressRow } from './sql.ts';
+import { type FencedStatement, fencedStatement, fencedWrite } from './fenced-write.ts';
+import { type Db, type ProgressRow, value } from './sql.ts';
 import { type AuditEvent, type Lease, LeaseLostError } from './types.ts';
 import { type Unstored, storeLinkStep, unstoredValues } from './unstored.ts';
 
@@ -29,7 +29,7 @@ const RELEASES = { unchanged: releases('unchanged'), attempt_failed: releases('a
 
 /** Ends this run's lease; undefined when another runner has already taken it (nothing written). */
 export async function releaseLease(
-  db: DbOrTx,
+  db: Db,
   lease: Lease,
   end: RunEnd,
   events: readonly AuditEvent[],

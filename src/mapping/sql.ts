@@ -68,7 +68,11 @@ export function decodeRow(raw: Record<string, unknown>): MappingRow {
   return row as MappingRow;
 }
 
-export const interval = (ms: number): SQL => sql`(${ms} * interval '1 millisecond')`;
+/** A named value of a run (`sql.placeholder`), filled in when a prepared statement runs. */
+export const value = (name: string) => sql.placeholder(name);
+
+/** `ms` milliseconds as an interval: a number, or a `value(name)` of a prepared statement. */
+export const interval = (ms: number | ReturnType<typeof value>): SQL => sql`(${ms} * interval '1 millisecond')`;
 
 /** Rows of a raw statement that selected `rowColumns`. */
 export async function rowsOf(db: DbOrTx, statement: SQL): Promise<MappingRow[]> {
@@ -99,10 +103,10 @@ export function prepare(name: string, statement: SQL): Prepared {
  * Errors come back as drizzle's own, so they are classified and redacted like any other failed
  * statement.
  */
-export async function runPrepared(db: DbOrTx, statement: Prepared, values: Record<string, unknown>): Promise<Record<string, unknown>[]> {
+export async function runPrepared(db: Db, statement: Prepared, values: Record<string, unknown>): Promise<Record<string, unknown>[]> {
   const params = fillPlaceholders(statement.params as unknown[], values);
-  const client = (db as { $client?: pg.Pool }).$client;
-  if (!client) throw new Error(`${statement.name}: prepared statements run on the pool (not inside a transaction)`);
+  // drizzle(pool) keeps the pool as $client; `Db` (not a transaction) is always made that way.
+  const client = (db as unknown as { $client: pg.Pool }).$client;
   try {
     return (await client.query({ name: statement.name, text: statement.text, values: params })).rows;
   } catch (error) {

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { fencedStatement, fencedWrite, value } from './fenced-write.ts';
-import type { DbOrTx, ProgressRow } from './sql.ts';
+import { fencedStatement, fencedWrite } from './fenced-write.ts';
+import { type Db, type ProgressRow, value } from './sql.ts';
 import type { AuditEvent, Lease } from './types.ts';
 
 const STORE_CLASS = fencedStatement(
@@ -11,7 +11,7 @@ const STORE_CLASS = fencedStatement(
 
 /** The ClassID of a class this batch created or adopted: state `created`. */
 export function storeClass(
-  db: DbOrTx,
+  db: Db,
   lease: Lease,
   leaseMs: number,
   found: { classId: string; remoteName?: string | undefined },

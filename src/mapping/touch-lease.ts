@@ -1,5 +1,5 @@
 import { fencedStatement, fencedWrite } from './fenced-write.ts';
-import type { DbOrTx, ProgressRow } from './sql.ts';
+import type { Db, ProgressRow } from './sql.ts';
 import type { AuditEvent, Lease } from './types.ts';
 import { type Unstored, storeLinkStep, unstoredValues } from './unstored.ts';
 
@@ -10,7 +10,7 @@ const TOUCH_STORING_LINK = fencedStatement('touch_lease_link', 'extend', storeLi
  * Proves the lease is still this run's and extends it, with any calls to record and whatever the run
  * has not stored yet (see Unstored); changes nothing else.
  */
-export function touchLease(db: DbOrTx, lease: Lease, leaseMs: number, events: readonly AuditEvent[] = [], unstored: Unstored = {}): Promise<ProgressRow> {
+export function touchLease(db: Db, lease: Lease, leaseMs: number, events: readonly AuditEvent[] = [], unstored: Unstored = {}): Promise<ProgressRow> {
   const link = unstoredValues(unstored);
   if (!link) return fencedWrite(db, lease, TOUCH, { extendMs: leaseMs, events });
   return fencedWrite(db, lease, TOUCH_STORING_LINK, { extendMs: leaseMs, events, values: link });

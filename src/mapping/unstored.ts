@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm';
-import { value } from './fenced-write.ts';
+import { value } from './sql.ts';
 
 /**
  * What a run learned but has not stored yet: edit-class enabled the link. edit-class may be sent
