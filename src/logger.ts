@@ -39,11 +39,13 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     serializers: { err: serializeError, error: serializeError },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  if (options.destination) return censorChildBindings(pino(base, options.destination));
-  if (options.pretty) {
-    return censorChildBindings(pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } }));
-  }
-  return censorChildBindings(pino(base, bufferedStdout()));
+  return censorChildBindings(rootLogger(base, options));
+}
+
+function rootLogger(base: pino.LoggerOptions, options: LoggerOptions): Logger {
+  if (options.destination) return pino(base, options.destination);
+  if (options.pretty) return pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } });
+  return pino(base, bufferedStdout());
 }
 
 /**
