@@ -108,6 +108,9 @@ describe('logs', () => {
     logger.error({ err: kyError }, 'raw client error');
     logger.warn({ error: kyError, headers: { authorization: `Basic ${basicCredential}`, 'x-api-key': c.xApiKey } }, 'raw client error with headers');
 
+    // The waiting batches come back every few hundred ms, passing through `creating` while they try:
+    // stopping their workers (which finishes an attempt under way) leaves each at rest to be read.
+    await Promise.all([wrong.stop(), down.stop()]);
     const all = await rowsOf(h);
     const synced = all.filter((r) => r.state === 'synced');
     expect(synced.length).toBe(7);
