@@ -4,7 +4,7 @@
 // sending again could create a second class.
 import { type Answer, readAnswer } from './answer.ts';
 import { type ClassroomError, type ClassroomOperation, NotSentError, isClassroomError } from './errors.ts';
-import type { CallLane } from '../ratelimit/limiter.ts';
+import { type CallLane, LATEST_SEND_MS } from '../ratelimit/limiter.ts';
 import { transportError } from './transport.ts';
 
 export interface CallRecord {
@@ -78,17 +78,29 @@ export function createCall(timeoutMs: number, hooks: ClassroomHooks): Call {
   };
 }
 
-/** The shared rate limit, then the caller's last check (the sync machine re-checks its lease there). */
+/**
+ * The shared rate limit, then the caller's last check (the sync machine writes `creating` there,
+ * before an add-class). A check that outlasts the limiter's headroom (a slow PostgreSQL write) would
+ * send the request so long after its slot that the remote could count R + 1 calls in some minute:
+ * the call takes a fresh slot instead, and the check runs again, since that wait may be long. Once:
+ * a second slow check is sent as it is, rather than never.
+ */
 async function beforeSending(operation: ClassroomOperation, hooks: ClassroomHooks, options: CallOptions): Promise<void> {
-  if (options.slotReady) await options.slotReady;
-  else if (hooks.beforeCall) {
-    try {
-      await hooks.beforeCall(operation, options.lane);
-    } catch (error) {
-      // A classified refusal (the credentials breaker is open) keeps its kind.
-      if (isClassroomError(error)) throw error;
-      throw new NotSentError(`${operation} not sent: ${(error as Error).message}`, { operation, reason: 'limiter_unavailable', cause: error });
-    }
+  await (options.slotReady ?? takeSlot(operation, hooks, options.lane));
+  if (!options.beforeSend) return;
+  const slotAt = performance.now();
+  await options.beforeSend();
+  if (performance.now() - slotAt <= LATEST_SEND_MS || !hooks.beforeCall) return;
+  await takeSlot(operation, hooks, options.lane === 'live' ? 'under_way' : options.lane);
+  await options.beforeSend();
+}
+
+async function takeSlot(operation: ClassroomOperation, hooks: ClassroomHooks, lane: CallLane | undefined): Promise<void> {
+  try {
+    await hooks.beforeCall?.(operation, lane);
+  } catch (error) {
+    // A classified refusal (the credentials breaker is open) keeps its kind.
+    if (isClassroomError(error)) throw error;
+    throw new NotSentError(`${operation} not sent: ${(error as Error).message}`, { operation, reason: 'limiter_unavailable', cause: error });
   }
-  await options.beforeSend?.();
 }

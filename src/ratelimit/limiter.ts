@@ -112,8 +112,9 @@ const LATE_TOLERANCE_MS = 25;
  * The most a call may be sent after its slot: the budget's headroom over a minute (1.2 s). A call
  * later than one slot, and later than this, takes a fresh slot: at under 50 calls a minute a slot is
  * longer than the headroom, and a late call beside an on-time one could make R + 1 in some minute.
+ * The remote client holds its caller's last check (a PostgreSQL write) to the same bound.
  */
-const LATEST_MS = 60_000 * (1 - HEADROOM);
+export const LATEST_SEND_MS = 60_000 * (1 - HEADROOM);
 /** Refused callers of a lane are spread over at most this many slots (about the fleet's background slots). */
 const ASK_SPREAD = 4;
 
@@ -162,7 +163,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         // A stalled process wakes many callers at once, their slots long past: sent together they
         // would arrive as a burst. A caller that overslept its slot by more than one interval
         // takes a fresh slot instead (bounded, so it cannot starve).
-        if (performance.now() - due <= Math.max(Math.min(interval, LATEST_MS), LATE_TOLERANCE_MS) || tries >= 3) return waited;
+        if (performance.now() - due <= Math.max(Math.min(interval, LATEST_SEND_MS), LATE_TOLERANCE_MS) || tries >= 3) return waited;
       }
     },
     async pause(ms) {

@@ -139,3 +139,53 @@ describe('classroom client, ports', () => {
     }
   });
 });
+
+describe('classroom client, the last check before a request', () => {
+  /** A client whose rate-limit hook records when it granted each slot. */
+  function slotted() {
+    const events: string[] = [];
+    const c = createClassroomClient(
+      { ...base.classroom, baseUrl: sandbox.url },
+      {
+        beforeCall: async (_operation, lane) => {
+          events.push(`slot:${lane}`);
+        },
+      },
+    );
+    return { client: c, events };
+  }
+  const input = { name: 'Checked', subject: 'Maths', instituteId: institute };
+
+  it('sends after one slot and one check when the check is quick', async () => {
+    const { client: c, events } = slotted();
+    await c.addClass(input, { lane: 'live', beforeSend: async () => void events.push('check') });
+    expect(events).toEqual(['slot:live', 'check']);
+    expect(sandbox.state().calls.byOperation.addClass?.calls).toBe(1);
+  });
+
+  it('takes a fresh slot, and checks again, when the check outlasts the rate limit headroom (1.2 s)', { timeout: 10_000 }, async () => {
+    const { client: c, events } = slotted();
+    let checks = 0;
+    const slowFirst = async () => {
+      events.push('check');
+      checks += 1;
+      if (checks === 1) await new Promise((resolve) => setTimeout(resolve, 1_300));
+    };
+    const { classId } = await c.addClass(input, { lane: 'live', beforeSend: slowFirst });
+    // The second slot is for a batch under way: its add-class intent is written.
+    expect(events).toEqual(['slot:live', 'check', 'slot:under_way', 'check']);
+    expect(sandbox.state().calls.byOperation.addClass?.calls).toBe(1);
+    expect(sandbox.store.get(classId)).toBeDefined();
+  });
+
+  it('sends a second slow check as it is, rather than never', { timeout: 10_000 }, async () => {
+    const { client: c, events } = slotted();
+    const slow = async () => {
+      events.push('check');
+      await new Promise((resolve) => setTimeout(resolve, 1_300));
+    };
+    await c.addClass(input, { lane: 'live', beforeSend: slow });
+    expect(events).toEqual(['slot:live', 'check', 'slot:under_way', 'check']);
+    expect(sandbox.state().calls.byOperation.addClass?.calls).toBe(1);
+  });
+});
