@@ -9,6 +9,7 @@
 //   - Node's default process metrics.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { RemoteObservers } from '../accounts/remotes.ts';
+import { CALL_LANES } from '../ratelimit/limiter.ts';
 import type { SyncJobResult } from '../sync/processor.ts';
 import type { Transition } from '../sync/machine.ts';
 import { type ScrapeSources, refreshScrapeGauges, scrapeGauges } from './scrape.ts';
@@ -60,7 +61,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   const registers = [registry];
   // Created in this order, which is the order of the families in /metrics.
   const sync = syncMetrics(registers);
-  const remote = remoteCallMetrics(registers);
+  const remote = remoteCallMetrics(registers, options.accounts?.map((a) => a.name) ?? []);
   const reconcile = reconcileMetrics(registers);
   const gauges = scrapeGauges(registers);
   if (options.liveLaneBoundMs !== undefined) liveLaneBound(registers, options.liveLaneBoundMs);
@@ -140,7 +141,7 @@ function syncMetrics(registers: Registry[]): Pick<Metrics, 'onTransition' | 'rec
 }
 
 /** Remote calls by operation and outcome, their latency, and rate-limit waits: fed by the runtime's hooks. */
-function remoteCallMetrics(registers: Registry[]): Metrics['runtimeOptions'] {
+function remoteCallMetrics(registers: Registry[], accounts: readonly string[]): Metrics['runtimeOptions'] {
   const calls = new Counter({
     name: 'classroom_sync_remote_calls_total',
     help: 'Calls to the remote classroom service by account, operation and outcome (ok, not_sent, rejected, throttled, outcome_unknown, credentials_refused).',
@@ -167,6 +168,11 @@ function remoteCallMetrics(registers: Registry[]): Metrics['runtimeOptions'] {
     buckets: WAIT_SECONDS,
     registers,
   });
+  // Each account's waits and slots exist from the first scrape (a quiet account's are 0, not absent).
+  for (const account of accounts) {
+    rateLimitWaits.zero({ account });
+    for (const lane of CALL_LANES) reservations.labels({ account, lane }).inc(0);
+  }
   return {
     afterCall(call, account) {
       const labels = { account, operation: call.operation, outcome: call.outcome };

@@ -48,7 +48,8 @@ return {1, math.ceil(wait)}
 `;
 
 /** Which lane a call is made for (see sync/lanes.ts); decides how far ahead it may reserve. */
-export type CallLane = 'under_way' | 'live' | 'operator' | 'backfill';
+export const CALL_LANES = ['under_way', 'live', 'operator', 'backfill'] as const;
+export type CallLane = (typeof CALL_LANES)[number];
 
 export type Reservation = { granted: true; waitMs: number } | { granted: false; retryInMs: number };
 

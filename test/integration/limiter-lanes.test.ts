@@ -56,21 +56,25 @@ describe('rate-limit lanes', () => {
   });
 
   it('a caller that oversleeps its slot takes a fresh one, reported as a retake', async () => {
+    // 120 a minute, a slot every 510 ms: the second call waits for its slot even if the first
+    // call's round trip to Redis was slow (at 600 a minute, one over 100 ms on a loaded machine
+    // left no wait at all, and nothing to oversleep).
+    const interval = 60_000 / (120 * 0.98);
     const granted: [string, boolean][] = [];
     let stalled = false;
-    // Once it sleeps until its slot, the event loop is held past it, as in a stalled process.
-    const onWait = () => {
+    // Once it sleeps until its slot, the event loop is held two slots past it, as in a stalled process.
+    const onWait = (ms: number) => {
       if (stalled) return;
       stalled = true;
+      const until = performance.now() + ms + 2 * interval;
       setImmediate(() => {
-        const until = performance.now() + 3 * INTERVAL;
         while (performance.now() < until) {
           // busy: no timer can fire
         }
       });
     };
     const key = `cs-test-lanes-${randomBytes(4).toString('hex')}`;
-    const limiter = createRateLimiter({ redis, key, callsPerMinute: 600, onWait, onReserve: (lane, retake) => granted.push([lane, retake]) });
+    const limiter = createRateLimiter({ redis, key, callsPerMinute: 120, onWait, onReserve: (lane, retake) => granted.push([lane, retake]) });
     await limiter.acquire('live');
     await limiter.acquire('live');
     expect(granted).toEqual([
