@@ -2,7 +2,7 @@
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import split from 'split2';
-import { type PublishDeps, type PublishOptions, publishBatches } from '../intake/publish.ts';
+import { type PublishDeps, type PublishOptions, publishItems } from '../intake/publish.ts';
 import type { FieldProblem } from '../intake/schema.ts';
 
 export interface EnqueueReport {
@@ -23,17 +23,13 @@ export async function enqueueNdjson(
   const report: EnqueueReport = { lines: 0, accepted: 0, duplicates: 0, rejected: [] };
   let pending: { line: number; value: unknown }[] = [];
   const flush = async () => {
-    const outcomes = await publishBatches(
-      deps,
-      pending.map((p) => p.value),
-      options,
-    );
-    outcomes.forEach((outcome, i) => {
+    const published = await publishItems(deps, pending, (p) => p.value, options);
+    for (const { item, outcome } of published) {
       if (outcome.ok) {
         report.accepted += 1;
         if (outcome.duplicate) report.duplicates += 1;
-      } else report.rejected.push({ line: pending[i]!.line, problems: outcome.problems });
-    });
+      } else report.rejected.push({ line: item.line, problems: outcome.problems });
+    }
     pending = [];
     onProgress?.(report);
   };

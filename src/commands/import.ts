@@ -5,7 +5,7 @@ import { createReadStream } from 'node:fs';
 import { extname } from 'node:path';
 import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse';
-import { type PublishDeps, publishBatches } from '../intake/publish.ts';
+import { type PublishDeps, publishItems } from '../intake/publish.ts';
 import type { FieldProblem } from '../intake/schema.ts';
 import { enqueueNdjson } from './enqueue.ts';
 import { createProgress } from './progress.ts';
@@ -54,18 +54,14 @@ async function importCsv(deps: PublishDeps, input: Readable, onProgress?: (repor
   const report: ImportReport = { format: 'csv', rows: 0, accepted: 0, duplicates: 0, rejected: [] };
   let pending: { line: number; event: Record<string, string> }[] = [];
   const flush = async () => {
-    const outcomes = await publishBatches(
-      deps,
-      pending.map((p) => p.event),
-      BACKFILL,
-    );
-    outcomes.forEach((outcome, i) => {
-      if (!outcome.ok) report.rejected.push({ line: pending[i]!.line, problems: outcome.problems });
+    const published = await publishItems(deps, pending, (p) => p.event, BACKFILL);
+    for (const { item, outcome } of published) {
+      if (!outcome.ok) report.rejected.push({ line: item.line, problems: outcome.problems });
       else {
         report.accepted += 1;
         if (outcome.duplicate) report.duplicates += 1;
       }
-    });
+    }
     pending = [];
     onProgress?.(report);
   };

@@ -43,9 +43,9 @@ const CHUNK = 1_000;
 
 /** Validates, records and enqueues one event. Throws InvalidEventError naming each bad field. */
 export async function publishBatchCreated(deps: PublishDeps, input: unknown, options: PublishOptions = {}): Promise<AcceptedBatch> {
-  const [outcome] = await publishBatches(deps, [input], options);
-  if (!outcome!.ok) throw new InvalidEventError(outcome!.problems);
-  const { ok: _ok, ...accepted } = outcome!;
+  const outcome = answerTo(await publishBatches(deps, [input], options), 0, 'publishBatches');
+  if (!outcome.ok) throw new InvalidEventError(outcome.problems);
+  const { ok: _ok, ...accepted } = outcome;
   return accepted;
 }
 
@@ -64,9 +64,27 @@ export async function publishBatches(deps: PublishDeps, inputs: readonly unknown
     options,
   );
   valid.forEach((v, i) => {
-    outcomes[v.index] = { ok: true, ...accepted[i]! };
+    outcomes[v.index] = { ok: true, ...answerTo(accepted, i, 'publishParsed') };
   });
   return outcomes;
+}
+
+/** `publishBatches` for items that carry more than their event (a file's line number): each item with its event's outcome. */
+export async function publishItems<T>(
+  deps: PublishDeps,
+  items: readonly T[],
+  eventOf: (item: T) => unknown,
+  options: PublishOptions = {},
+): Promise<{ item: T; outcome: PublishOutcome }[]> {
+  const outcomes = await publishBatches(deps, items.map(eventOf), options);
+  return items.map((item, i) => ({ item, outcome: answerTo(outcomes, i, 'publishBatches') }));
+}
+
+/** The answer to input `i` of a step that answers every input, in order; a gap is a bug in that step, never bad input. */
+function answerTo<T>(answers: readonly T[], i: number, step: string): T {
+  const answer = answers[i];
+  if (answer === undefined) throw new Error(`${step} gave no answer for input ${i} (it gave ${answers.length}): it must answer every input, in order`);
+  return answer;
 }
 
 /** Records and enqueues events already validated by `parseBatchCreated` (the HTTP API validates first). */
