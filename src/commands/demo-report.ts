@@ -12,16 +12,18 @@ export function formatMappingTable(rows: readonly BatchRow[]): string[] {
   return alignColumns([header, ...body]);
 }
 
-/** Pads every column to its widest cell; the last column is left ragged. */
-export function alignColumns(table: readonly string[][]): string[] {
-  const widths = table[0]!.map((_, col) => Math.max(...table.map((row) => (row[col] ?? '').length)));
+/** Pads every column to its widest cell; the last column is left ragged. The header row sets the columns. */
+export function alignColumns(table: readonly [header: readonly string[], ...body: (readonly string[])[]]): string[] {
+  const [header, ...body] = table;
+  const widths = header.map((_, col) => Math.max(...table.map((row) => (row[col] ?? '').length)));
+  // A cell in a column the header lacks has no width to pad to: it is left as it is.
   const line = (row: readonly string[]) =>
     row
-      .map((cell, col) => (col === row.length - 1 ? cell : cell.padEnd(widths[col]!)))
+      .map((cell, col) => (col === row.length - 1 ? cell : cell.padEnd(widths[col] ?? 0)))
       .join('  ')
       .trimEnd();
   const rule = widths.map((w, col) => '─'.repeat(col === widths.length - 1 ? Math.max(w, 4) : w)).join('  ');
-  return [line(table[0]!), rule, ...table.slice(1).map(line)];
+  return [line(header), rule, ...body.map(line)];
 }
 
 export interface DemoSummary {

@@ -37,6 +37,9 @@ export interface DemoIo {
   stream: NodeJS.WriteStream;
 }
 
+/** The demo always has an API token: API_TOKEN, or one made for the session (see demoSettings). */
+type DemoConfig = Config & { readonly http: { readonly apiToken: string } };
+
 const defaultIo: DemoIo = { out: (line) => process.stdout.write(`${line}\n`), stream: process.stdout };
 const SUBJECTS = ['Mathematics', 'Physics', 'Chemistry', 'Biology', 'History', 'Literature'];
 
@@ -77,7 +80,7 @@ export async function runDemo(baseConfig: Config, options: DemoOptions, io: Demo
     if (options.once || stop.signal.aborted) {
       io.out('The dashboard, batch API and metrics stopped with this run; `npm start` without --once keeps them up.');
     } else {
-      for (const line of serverInfo(worker.url, config.http.apiToken!, baseConfig.http.apiToken === undefined)) io.out(line);
+      for (const line of serverInfo(worker.url, config.http.apiToken, baseConfig.http.apiToken === undefined)) io.out(line);
       await serve(worker.url, config, baseConfig.http.apiToken === undefined, io, stop.signal);
     }
     return summary.allSynced ? 0 : 1;
@@ -93,7 +96,7 @@ export async function runDemo(baseConfig: Config, options: DemoOptions, io: Demo
  * would let the demo's worker take real batches from the queue and "sync" them against the sandbox.
  * The HTTP server listens on loopback only, with API_TOKEN or a token made for this session.
  */
-export function demoSettings(config: Config, options: { port?: number } = {}): Config {
+export function demoSettings(config: Config, options: { port?: number } = {}): DemoConfig {
   const url = new URL(config.databaseUrl);
   const name = databaseName(config.databaseUrl);
   url.pathname = `/${encodeURIComponent(name.endsWith('_demo') ? name : `${name}_demo`)}`;
@@ -136,7 +139,7 @@ function demoLogger(config: Config, verbose: boolean) {
 async function publishSamples(runtime: Runtime, count: number): Promise<string[]> {
   const runId = Date.now().toString(36);
   const events = Array.from({ length: count }, (_, i) => {
-    const subject = SUBJECTS[i % SUBJECTS.length]!;
+    const subject = subjectOf(i);
     return { batchId: `demo-${runId}-${String(i + 1).padStart(3, '0')}`, name: `${subject} group ${i + 1} (${runId})`, subject };
   });
   const outcomes = await publishBatches(publishDepsOf(runtime), events);
@@ -165,6 +168,13 @@ async function watch(runtime: Runtime, ids: string[], io: DemoIo, signal: AbortS
   }
 }
 
+/** Sample batches go round the subjects. */
+function subjectOf(i: number): string {
+  const subject = SUBJECTS[i % SUBJECTS.length];
+  if (subject === undefined) throw new Error('SUBJECTS is empty: the demo has no subject to give its sample batches');
+  return subject;
+}
+
 function serverInfo(url: string, token: string, generated: boolean): string[] {
   return [
     `dashboard:  ${url}${DASHBOARD_PATH}  (sign in with any user name and the API token as password)`,
@@ -174,11 +184,11 @@ function serverInfo(url: string, token: string, generated: boolean): string[] {
   ];
 }
 
-async function serve(url: string, config: Config, tokenGenerated: boolean, io: DemoIo, signal: AbortSignal): Promise<void> {
+async function serve(url: string, config: DemoConfig, tokenGenerated: boolean, io: DemoIo, signal: AbortSignal): Promise<void> {
   io.out('');
   io.out('serving until Ctrl-C (the worker keeps syncing). Publish another batch from another terminal:');
   io.out(
-    `  curl -H "Authorization: Bearer ${tokenGenerated ? config.http.apiToken! : '$API_TOKEN'}" -H 'content-type: application/json' ` +
+    `  curl -H "Authorization: Bearer ${tokenGenerated ? config.http.apiToken : '$API_TOKEN'}" -H 'content-type: application/json' ` +
       `-d '{"batchId":"B-1001","name":"Algebra I","subject":"Maths"}' ${url}/v1/batches`,
   );
   io.out(`  or: DATABASE_URL=${redactUrl(config.databaseUrl)} QUEUE_PREFIX=${config.queuePrefix} npx classroom-sync enqueue FILE.ndjson`);
