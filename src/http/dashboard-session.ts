@@ -28,9 +28,9 @@ export function createDashboardSession(token: string, now: () => number = Date.n
     },
     verify(cookieHeader) {
       const value = cookieValue(cookieHeader, SESSION_COOKIE);
-      const match = value === undefined ? null : /^(\d{1,12})\.([\w-]{43})$/.exec(value);
-      if (!match || Number(match[1]) * 1000 <= now()) return false;
-      return timingSafeEqual(Buffer.from(match[2]!), Buffer.from(sign(match[1]!)));
+      const [, expires, signature] = /^(\d{1,12})\.([\w-]{43})$/.exec(value ?? '') ?? [];
+      if (expires === undefined || signature === undefined || Number(expires) * 1000 <= now()) return false;
+      return timingSafeEqual(Buffer.from(signature), Buffer.from(sign(expires)));
     },
   };
 }

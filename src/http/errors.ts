@@ -12,8 +12,9 @@ export function installErrorHandlers(app: FastifyInstance, limits: { bodyLimitBy
       });
     }
     if (status >= 400 && status < 500) {
-      const problems = [{ path: '(body)', reason: clientReason(error) }];
-      return reply.code(status).send({ error: status === 415 ? 'unsupported_media_type' : 'invalid_request', message: problems[0]!.reason, problems });
+      const reason = clientReason(error);
+      const problems = [{ path: '(body)', reason }];
+      return reply.code(status).send({ error: status === 415 ? 'unsupported_media_type' : 'invalid_request', message: reason, problems });
     }
     // The message of an unexpected error may name internals; the log has it, the client gets a reference.
     request.log.error({ err: error }, 'request failed');

@@ -86,7 +86,9 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
  * level replaces the logger's, so never pick one chattier than the configured level.
  */
 function quietLevelOf(logger: Runtime['logger']): LogLevel {
-  return logger.levelVal >= logger.levels.values.warn! ? (logger.level as LogLevel) : 'warn';
+  const warn = logger.levels.values.warn;
+  if (warn === undefined) throw new Error('the HTTP server needs a logger with a "warn" level (pino\'s standard levels): it logs probes and scrapes at warn');
+  return logger.levelVal >= warn ? (logger.level as LogLevel) : 'warn';
 }
 
 interface MetricsRouteDeps {
