@@ -32,7 +32,11 @@ export function clientsOf(remotes: Remotes): ClientFor {
 
 /** Whether every account's key is refused now: then a pass could read nothing at all. */
 export async function everyKeyRefused(remotes: Remotes): Promise<string | undefined> {
-  const states = await Promise.all(remotes.all.map((remote) => remote.breaker.state()));
-  if (states.some((state) => !state)) return undefined;
-  return states.map((state, i) => (remotes.all.length > 1 ? `account ${remotes.all[i]?.account.name}: ` : '') + describeBreaker(state!)).join('; ');
+  const states = await Promise.all(remotes.all.map(async (remote) => ({ name: remote.account.name, state: await remote.breaker.state() })));
+  const reasons: string[] = [];
+  for (const { name, state } of states) {
+    if (!state) return undefined;
+    reasons.push((states.length > 1 ? `account ${name}: ` : '') + describeBreaker(state));
+  }
+  return reasons.join('; ');
 }

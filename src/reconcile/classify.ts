@@ -54,13 +54,13 @@ export function classify(input: ClassifyInput): Classification {
 
   // Presence first, so every id-less item a mapping can claim by name is claimed before candidates are counted.
   const found: (Listed | undefined)[] = new Array(mappings.length);
-  const byName: boolean[] = new Array(mappings.length).fill(false);
+  const byName = new Set<number>();
   mappings.forEach((m, i) => {
     if (!m.classId) return;
     found[i] = index.byId.get(m.classId);
     if (found[i]) return;
     found[i] = index.claimByName(m.className, m.remoteName);
-    byName[i] = found[i] !== undefined;
+    if (found[i] !== undefined) byName.add(i);
   });
   const unaccounted = index.unaccounted(mappedIds);
   const explained = new Set<Listed>();
@@ -68,7 +68,7 @@ export function classify(input: ClassifyInput): Classification {
   const ctx: UnmappedContext = { noLiveJob: input.noLiveJob, explained, claimants, rules };
 
   mappings.forEach((m, i) => {
-    if (m.classId) classifyMapped(out, m, found[i], byName[i]!, duplicatesOf(unaccounted.index, m), input.noLiveJob, explained);
+    if (m.classId) classifyMapped(out, m, found[i], byName.has(i), duplicatesOf(unaccounted.index, m), input.noLiveJob, explained);
     else classifyUnmapped(out, m, unaccounted.index.candidates(m.className), ctx);
   });
 

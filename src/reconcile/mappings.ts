@@ -35,9 +35,10 @@ export async function withoutLiveJob(queue: SyncQueue, instituteId: string, rows
 
 /** Runs `fn` over `items`, at most `limit` at a time (commands on one Redis connection pipeline). */
 export async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
+  // One iterator shared by every lane: each item is taken by exactly one of them.
+  const queue = items.values();
   const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]!);
+    for (const item of queue) await fn(item);
   });
   await Promise.all(lanes);
 }

@@ -60,7 +60,8 @@ export async function resolveUnknownCreate(classroom: ClassroomClient, input: Re
  */
 export function decideResolution(className: string, candidates: readonly Candidate[], claims: ClaimsOnCandidates, rules: NameRules): Resolution {
   const ours = candidates.filter((c) => !(c._id && claims.mappedElsewhere.has(c._id)));
-  if (ours.length === 0) return { decision: 'create' };
+  const [only] = ours;
+  if (only === undefined) return { decision: 'create' };
   const evidence: ReviewEvidence = { className, matches: ours, mappedElsewhere: [...claims.mappedElsewhere] };
   const review = (reason: string): Resolution => ({ decision: 'review', reason, evidence });
   if (ours.length > 1) {
@@ -68,7 +69,6 @@ export function decideResolution(className: string, candidates: readonly Candida
       `${ours.length} unmapped remote classes are named "${className}" or a rewriting of it (${describe(ours)}); cannot tell which one this batch created`,
     );
   }
-  const only = ours[0]!;
   if (!isStrong(only.match)) {
     return review(`a remote class named "${only.name}" resembles "${className}" but is not a rewriting the remote is known to make; adopt or create by hand`);
   }
