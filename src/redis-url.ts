@@ -20,10 +20,9 @@ export function isClusterUrl(url: string): boolean {
 
 /** Throws an Error whose message says what is wrong, in words fit for a config error. */
 export function parseClusterUrl(url: string): ClusterTarget {
-  const match = CLUSTER_URL.exec(url);
-  if (!match) throw new Error(`must have the form ${CLUSTER_URL_FORM}`);
-  const tls = match[1]!.toLowerCase() === 'rediss';
-  const rest = match[2]!;
+  const [, scheme, rest] = CLUSTER_URL.exec(url) ?? [];
+  if (scheme === undefined || rest === undefined) throw new Error(`must have the form ${CLUSTER_URL_FORM}`);
+  const tls = scheme.toLowerCase() === 'rediss';
   const end = rest.search(/[/?#]/);
   const authority = end < 0 ? rest : rest.slice(0, end);
   const tail = end < 0 ? '' : rest.slice(end);
@@ -47,11 +46,11 @@ export function parseClusterUrl(url: string): ClusterTarget {
 }
 
 function parseNode(text: string): { host: string; port: number } {
-  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/.exec(text);
-  if (!m) throw new Error(`"${text}" is not a node; each node is host:port (IPv6 in brackets); form: ${CLUSTER_URL_FORM}`);
-  const port = m[2] === undefined ? 6379 : Number(m[2]);
+  const [, host, portText] = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/.exec(text) ?? [];
+  if (host === undefined) throw new Error(`"${text}" is not a node; each node is host:port (IPv6 in brackets); form: ${CLUSTER_URL_FORM}`);
+  const port = portText === undefined ? 6379 : Number(portText);
   if (port < 1 || port > 65535) throw new Error(`"${text}" has no valid port (1-65535)`);
-  return { host: m[1]!.replace(/^\[(.*)\]$/, '$1'), port };
+  return { host: host.replace(/^\[(.*)\]$/, '$1'), port };
 }
 
 function decode(part: string): string {

@@ -58,7 +58,7 @@ export function explainFatal(error: unknown, context: FatalContext): Explained {
     case '28000':
       return { message: `PostgreSQL at ${database.where} refused the login: fix the user name and password in DATABASE_URL.`, exitCode: 1 };
   }
-  if (code !== undefined && UNREACHABLE.has(code)) return { message: unreachable(coded!, code, database, error), exitCode: 1 };
+  if (coded !== undefined && code !== undefined && UNREACHABLE.has(code)) return { message: unreachable(coded, code, database, error), exitCode: 1 };
   const root = coded ?? chain(error).at(-1);
   const text = root && !isQueryError(root) ? root.message : String(error);
   return { message: `${firstLine(text)}${context.verbose ? '' : ' (run again with --verbose for the stack trace)'}`, exitCode: 1 };

@@ -43,6 +43,8 @@ export function identify(headers: IncomingHttpHeaders, keys: readonly KeyState[]
   const basic = parseBasic(headers.authorization);
   const key = typeof basic === 'object' ? keys.find((k) => k.credentials.userId === basic.userId && k.credentials.apiKey === basic.apiKey) : undefined;
   // An unknown key gets the first key's answer: "invalid credentials" (or what is missing).
-  const refusal = checkAuth(headers, (key ?? keys[0])!.credentials);
+  const answering = key ?? keys[0];
+  if (!answering) throw new Error('the sandbox has no API key to check a request against: it always has its primary account');
+  const refusal = checkAuth(headers, answering.credentials);
   return refusal || !key ? { refusal: refusal ?? { status: 401, message: 'invalid credentials' } } : { key };
 }
