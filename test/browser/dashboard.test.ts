@@ -110,15 +110,15 @@ describe('queue dashboard in a browser', () => {
       expect(response?.status()).toBe(200);
       const sidebarLink = page.locator('a[href="/admin/queues/queue/batch-sync"]').first();
       await sidebarLink.waitFor();
-      await expect.poll(() => page.getByText('reconcile', { exact: true }).count()).toBeGreaterThan(0);
+      await expect.poll(() => page.getByText('reconcile', { exact: true }).count(), { timeout: 20_000 }).toBeGreaterThan(0);
       await page.screenshot({ path: `${SHOTS}/dashboard-overview.png` });
 
       await sidebarLink.click();
       // The status tabs (the sidebar's queue link also points at the current status, so match by name).
       const completedTab = page.getByRole('link', { name: /^COMPLETED/ });
       const failedTab = page.getByRole('link', { name: /^FAILED/ });
-      await expect.poll(() => completedTab.innerText()).toMatch(/COMPLETED\s*2/);
-      await expect.poll(() => failedTab.innerText()).toMatch(/FAILED\s*2/);
+      await expect.poll(() => completedTab.innerText(), { timeout: 20_000 }).toMatch(/COMPLETED\s*2/);
+      await expect.poll(() => failedTab.innerText(), { timeout: 20_000 }).toMatch(/FAILED\s*2/);
 
       await completedTab.click();
       await jobCard(page, jobOf('ui-ok-1')).waitFor();
@@ -167,7 +167,7 @@ describe('queue dashboard in a browser', () => {
       expect((await page.goto(`${withCredentials}/admin/queues`))?.status()).toBe(200);
       // Not stuck on "Loading": the queues and their job counts are there.
       await page.locator('a[href="/admin/queues/queue/batch-sync"]').first().waitFor();
-      await expect.poll(() => page.getByText('reconcile', { exact: true }).count()).toBeGreaterThan(0);
+      await expect.poll(() => page.getByText('reconcile', { exact: true }).count(), { timeout: 20_000 }).toBeGreaterThan(0);
       // The address no longer holds the token (it would otherwise sit in the history and the page).
       expect(await page.evaluate('document.URL')).toBe(`${w.url}/admin/queues`);
       const cookies = await context.cookies(`${w.url}/admin/queues`);

@@ -206,8 +206,9 @@ describe('accounts', () => {
     await publishBatches(publishDepsOf(h), batchesOf('busy', 40));
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const loaded = await timeToSync('loaded');
-    // Holding worker slots while waiting for its own slots, busy would add several of its 3 s intervals.
-    expect(loaded, `idle ${Math.round(idle)} ms`).toBeLessThan(idle + 1_000);
+    // Holding worker slots while waiting for its own slots, busy would add several of its 3 s intervals
+    // (the margin is for a loaded machine, and still under one of them).
+    expect(loaded, `idle ${Math.round(idle)} ms`).toBeLessThan(idle + 2_500);
     // Waiting for a slot is not a failed attempt, however often busy's jobs go back to wait.
     expect(Math.max(...(await rowsOf(h)).map((r) => r.attempts))).toBeLessThanOrEqual(1);
   }, 60_000);

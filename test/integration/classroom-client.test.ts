@@ -10,7 +10,9 @@ import { start, useSandbox } from '../helpers/sandbox.ts';
 
 const sandbox = useSandbox();
 let client: ClassroomClient;
-const base = loadConfig({ CLASSROOM_TIMEOUT: '400ms', SYNC_LEASE: '2s' });
+// Long enough that a stall of the one event loop the client and the sandbox share is not a timeout
+// (only the hang fault waits it out).
+const base = loadConfig({ CLASSROOM_TIMEOUT: '2s', SYNC_LEASE: '6s' });
 const institute = base.classroom.instituteId;
 
 beforeAll(() => {

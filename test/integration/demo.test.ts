@@ -40,7 +40,8 @@ async function demoRows(database: string) {
 
 describe('npm start -- --once', () => {
   it('migrates a fresh database, syncs every sample batch, prints an aligned table with masked links, and exits 0', async () => {
-    const { env, demoDatabase } = demoEnv();
+    // No faults, so no retries, even if a cold process on a loaded machine is slow to answer.
+    const { env, demoDatabase } = demoEnv({ CLASSROOM_TIMEOUT: '5s', SYNC_LEASE: '15s' });
     const result = await runCli(['start', '--', '--once', '--count', '8'], { npm: true, env });
     expect(result.code, result.stderr).toBe(0);
 

@@ -22,6 +22,9 @@ function startWorkerCli(...flags: string[]): RunningCli {
       RECONCILE_EVERY: '0',
       SYNC_CONCURRENCY: '2',
       SHUTDOWN_GRACE: '20s',
+      // Each call takes 400 ms here; a stall on a loaded machine must not turn one into a timeout.
+      CLASSROOM_TIMEOUT: '5s',
+      SYNC_LEASE: '15s',
     },
     timeoutMs: 90_000,
   });

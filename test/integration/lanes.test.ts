@@ -61,8 +61,10 @@ describe('a backfill running at the rate limit', () => {
       if (process.env.LANES_DEBUG) console.log(row.batchId, row.syncedAt!.getTime() - row.receivedAt.getTime(), startedMeanwhile.length);
       const explained = `backfill started while ${row.batchId} waited: ${startedMeanwhile.map((b) => b.batchId)}`;
       expect(startedMeanwhile.length, explained).toBeLessThanOrEqual(BACKGROUND_SLOTS + 1);
-      // About three calls' worth of time: nothing made it wait behind the backfill's queue.
-      expect(row.syncedAt!.getTime() - row.receivedAt.getTime(), row.batchId).toBeLessThan(3_000);
+      // Nothing made it wait behind the backfill's queue: without lanes it would wait for dozens of
+      // batches at 5 a second (over 10 s); with them, three calls (well under a second, a few on a
+      // loaded machine).
+      expect(row.syncedAt!.getTime() - row.receivedAt.getTime(), row.batchId).toBeLessThan(6_000);
     }
   }, 120_000);
 
