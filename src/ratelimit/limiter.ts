@@ -33,7 +33,9 @@ if pauseUntil > 0 then
 end
 local slot = math.max(tat, now)
 local wait = slot - now
-if wait > horizon then
+-- The schedule is kept in fractional ms next to a 13-digit "now": the next slot, asked for within
+-- the millisecond, can come out a few ten-thousandths of a ms past a one-slot horizon.
+if wait > horizon + 0.01 then
   -- Refused callers of a lane come back one slot apart, starting when the next slot can be
   -- reserved, and never more than SPREAD slots after it: a line that ran further ahead would leave
   -- slots unused while its callers sleep.
