@@ -32,8 +32,12 @@ export interface CallOptions {
   beforeSend?: () => Promise<void>;
   /** Told about this call once it finished (the batch's audit trail). Must not throw. */
   observe?: (call: CallRecord) => void;
-  /** A rate-limit slot reserved for this call already: wait for it instead of reserving another. */
-  slotReady?: Promise<void>;
+  /**
+   * A rate-limit slot reserved for this call already: wait for it instead of reserving another. It
+   * resolves with the time the slot came due (`performance.now()`): a call that reaches the remote
+   * more than the limiter's headroom after that takes a fresh slot.
+   */
+  slotReady?: Promise<number>;
   /** The lane the call is made for (the rate limit's order of precedence; default live). */
   lane?: CallLane;
 }
@@ -80,24 +84,30 @@ export function createCall(timeoutMs: number, hooks: ClassroomHooks): Call {
 
 /**
  * The shared rate limit, then the caller's last check (the sync machine writes `creating` there,
- * before an add-class). A check that outlasts the limiter's headroom (a slow PostgreSQL write) would
- * send the request so long after its slot that the remote could count R + 1 calls in some minute:
- * the call takes a fresh slot instead, and the check runs again, since that wait may be long. Once:
- * a second slow check is sent as it is, rather than never.
+ * before an add-class). A request sent longer than the limiter's headroom after its slot could make
+ * the remote count R + 1 calls in some minute: a slot reserved earlier that came due too long ago
+ * (the run's PostgreSQL statements were slow), or a check that took that long, means a fresh slot;
+ * after the check, the check runs again, since that wait may be long. Once: a second slow check is
+ * sent as it is, rather than never.
  */
 async function beforeSending(operation: ClassroomOperation, hooks: ClassroomHooks, options: CallOptions): Promise<void> {
-  await (options.slotReady ?? takeSlot(operation, hooks, options.lane));
+  const { lane } = options;
+  let slotAt = await (options.slotReady ?? takeSlot(operation, hooks, lane));
+  const late = () => hooks.beforeCall !== undefined && performance.now() - slotAt > LATEST_SEND_MS;
+  if (late()) slotAt = await takeSlot(operation, hooks, lane);
   if (!options.beforeSend) return;
-  const slotAt = performance.now();
   await options.beforeSend();
-  if (performance.now() - slotAt <= LATEST_SEND_MS || !hooks.beforeCall) return;
-  await takeSlot(operation, hooks, options.lane === 'live' ? 'under_way' : options.lane);
+  if (!late()) return;
+  // Past the check, an add-class is under way: its intent is written.
+  await takeSlot(operation, hooks, lane === 'live' ? 'under_way' : lane);
   await options.beforeSend();
 }
 
-async function takeSlot(operation: ClassroomOperation, hooks: ClassroomHooks, lane: CallLane | undefined): Promise<void> {
+/** Waits for a slot of the shared rate limit (when there is one); resolves with the time it was had. */
+async function takeSlot(operation: ClassroomOperation, hooks: ClassroomHooks, lane: CallLane | undefined): Promise<number> {
   try {
     await hooks.beforeCall?.(operation, lane);
+    return performance.now();
   } catch (error) {
     // A classified refusal (the credentials breaker is open) keeps its kind.
     if (isClassroomError(error)) throw error;

@@ -20,7 +20,7 @@ import type { SyncDeps, SyncOutcome } from './types.ts';
 
 export type { SyncDeps, SyncOutcome, SyncSettings, Transition } from './types.ts';
 
-export async function runBatch(deps: SyncDeps, key: BatchKey, attempt: number, options: { firstSlot?: Promise<void> } = {}): Promise<SyncOutcome> {
+export async function runBatch(deps: SyncDeps, key: BatchKey, attempt: number, options: { firstSlot?: Promise<number> } = {}): Promise<SyncOutcome> {
   const acquired = await mapping.acquireLease(deps.db, key, deps.workerId, deps.settings.leaseMs, attempt);
   switch (acquired.status) {
     case 'missing':

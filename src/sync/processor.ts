@@ -81,7 +81,7 @@ export function laneOfJob(job: SyncJob): QueueLane {
  * shutdown are never held up for long. With several accounts it goes back to wait at once: the
  * worker slot may serve another account meanwhile.
  */
-async function slotForLane(deps: SyncAccount, job: SyncJob, token: string | undefined, shared: boolean): Promise<{ ready: Promise<void> } | undefined> {
+async function slotForLane(deps: SyncAccount, job: SyncJob, token: string | undefined, shared: boolean): Promise<{ ready: Promise<number> } | undefined> {
   const lane = laneOfJob(job);
   if (lane !== 'operator' && lane !== 'backfill' && !(shared && lane === 'live')) return undefined;
   const giveUpAt = performance.now() + (shared ? 0 : IN_PLACE_MS);
@@ -90,7 +90,7 @@ async function slotForLane(deps: SyncAccount, job: SyncJob, token: string | unde
     try {
       const reservation = await deps.limiter.reserve(lane);
       // Wrapped: an async function would wait for a promise it returned instead of handing it over.
-      if (reservation.granted) return { ready: new Promise<void>((resolve) => setTimeout(resolve, reservation.waitMs)) };
+      if (reservation.granted) return { ready: slotDue(reservation.waitMs) };
       retryInMs = reservation.retryInMs;
     } catch (error) {
       if (!(error instanceof BreakerOpenError)) throw error;
@@ -103,6 +103,12 @@ async function slotForLane(deps: SyncAccount, job: SyncJob, token: string | unde
   }
   await job.moveToDelayed(Date.now() + retryInMs, token);
   throw new DelayedError(`the ${lane} lane waits for a rate-limit slot`);
+}
+
+/** Resolves when a slot `waitMs` away comes due, with the time it did (`performance.now()`), however late the timer fires. */
+function slotDue(waitMs: number): Promise<number> {
+  const due = performance.now() + waitMs;
+  return new Promise((resolve) => setTimeout(() => resolve(due), waitMs));
 }
 
 /** Back to wait for `ms` without using an attempt or touching the batch. */

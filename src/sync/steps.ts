@@ -30,7 +30,7 @@ export class BatchRun {
     startedAt: Date,
     attempt: number,
     /** A rate-limit slot the job reserved before the run (the lower lanes'): the first call uses it. */
-    private firstSlot?: Promise<void> | undefined,
+    private firstSlot?: Promise<number> | undefined,
   ) {
     this.log = deps.logger;
     this.journal = new Journal({ attempt, workerId: deps.workerId });
