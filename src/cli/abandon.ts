@@ -1,7 +1,6 @@
 // `classroom-sync abandon BATCH_ID… [--undo]`: gives batches up for good, or takes that back; see src/commands/abandon.ts.
 import { type Command, InvalidArgumentError } from 'commander';
 import type { Config } from '../config.ts';
-import { runAbandon } from '../commands/abandon.ts';
 import { withRuntime } from './with-runtime.ts';
 
 interface AbandonFlags {
@@ -25,6 +24,7 @@ export function registerAbandonCommand(program: Command, getConfig: () => Config
       'give up batches that will never get a class (e.g. the remote refuses their institute): no more syncing, reconciliation or alerts for them; --undo reverses it',
     )
     .action(async (batchIds: string[], flags: AbandonFlags) => {
+      const { runAbandon } = await import('../commands/abandon.ts');
       const config = getConfig();
       await withRuntime(config, async (rt) => {
         const exitCode = await runAbandon(

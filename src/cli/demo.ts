@@ -1,7 +1,6 @@
 // `classroom-sync demo` (and `npm start`): the whole product against the built-in sandbox; see src/commands/demo.ts.
 import type { Command } from 'commander';
 import type { Config } from '../config.ts';
-import { runDemo } from '../commands/demo.ts';
 import { decimal, probability } from './parse.ts';
 
 interface DemoFlags {
@@ -22,6 +21,7 @@ export function registerDemoCommand(program: Command, getConfig: () => Config): 
     .option('--fail-rate <p>', 'inject faults into this share of remote calls (0..1), to watch retries and the duplicate guard', probability, 0)
     .option('--port <port>', 'port of the HTTP API, dashboard and metrics on 127.0.0.1 (default PORT; 0 = any free port)', decimal)
     .action(async (opts: DemoFlags) => {
+      const { runDemo } = await import('../commands/demo.ts');
       process.exitCode = await runDemo(getConfig(), {
         once: opts.once === true,
         count: opts.count,

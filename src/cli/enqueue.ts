@@ -1,8 +1,8 @@
 // `classroom-sync enqueue [FILE]`: NDJSON events from a file or stdin; see src/commands/enqueue.ts.
 import type { Command } from 'commander';
 import type { Config } from '../config.ts';
-import { type EnqueueReport, enqueueNdjson, openInput } from '../commands/enqueue.ts';
-import { publishDeps, withRuntime } from './with-runtime.ts';
+import type { EnqueueReport } from '../commands/enqueue.ts';
+import { withPublishDeps } from './with-runtime.ts';
 
 export function registerEnqueueCommand(program: Command, getConfig: () => Config): Command {
   return program
@@ -11,9 +11,10 @@ export function registerEnqueueCommand(program: Command, getConfig: () => Config
     .option('--backfill', 'the events are history, not live: they wait in the backfill lane, behind live batches')
     .description('record and enqueue batch-created events; invalid lines are reported and make the exit code 1')
     .action(async (file: string | undefined, flags: { backfill?: boolean }) => {
-      await withRuntime(getConfig(), async (rt) => {
+      const { enqueueNdjson, openInput } = await import('../commands/enqueue.ts');
+      await withPublishDeps(getConfig(), async (deps) => {
         const lane = flags.backfill ? 'backfill' : 'live';
-        const report = await enqueueNdjson(publishDeps(rt), openInput(file), undefined, { lane });
+        const report = await enqueueNdjson(deps, openInput(file), undefined, { lane });
         printEnqueueReport(report);
         if (report.rejected.length > 0) process.exitCode = 1;
       });

@@ -3,7 +3,7 @@
 // parameters may hold join links), so the code that says what happened is looked for on `.cause`.
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { ConfigError } from '../config.ts';
-import { ImportFileError } from '../commands/import.ts';
+import { ImportFileError } from '../commands/import-file-error.ts';
 import { redactUrl } from '../urls.ts';
 
 /** A mistake on the command line; exit code 2, like a configuration error. */

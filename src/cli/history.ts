@@ -1,7 +1,6 @@
 // `classroom-sync history BATCH_ID [--json]`: what happened to a batch, and when.
 import type { Command } from 'commander';
 import type { Config } from '../config.ts';
-import { formatTimeline, institutesOf, notKnownUnder, readTimeline } from '../read-model/index.ts';
 import { withRuntime } from './with-runtime.ts';
 
 export function registerHistoryCommand(program: Command, getConfig: () => Config): Command {
@@ -12,6 +11,7 @@ export function registerHistoryCommand(program: Command, getConfig: () => Config
     .option('--institute <id>', 'institute of the batch (default CLASSROOM_INSTITUTE_ID)')
     .description("a batch's audit trail: every state transition and remote call, oldest first")
     .action(async (batchId: string, opts: { json?: boolean; institute?: string }) => {
+      const { formatTimeline, institutesOf, notKnownUnder, readTimeline } = await import('../read-model/index.ts');
       await withRuntime(getConfig(), async (rt) => {
         const instituteId = opts.institute ?? rt.config.classroom.instituteId;
         const timeline = await readTimeline(rt.database.db, { instituteId, batchId });

@@ -1,8 +1,7 @@
 // `classroom-sync reconcile [--dry-run] [--json]`: one pass on demand; see src/commands/reconcile.ts.
 import type { Command } from 'commander';
 import type { Config } from '../config.ts';
-import { runReconcileCommand } from '../commands/reconcile.ts';
-import { DEFAULT_LINK_CHECKS } from '../reconcile/run.ts';
+import { DEFAULT_LINK_CHECKS } from '../reconcile/types.ts';
 import { nonNegative } from './parse.ts';
 
 interface ReconcileFlags {
@@ -23,6 +22,7 @@ export function registerReconcileCommand(program: Command, getConfig: () => Conf
     .option('--link-checks <n>', 'get-class calls for the join-link rotation this pass', nonNegative, DEFAULT_LINK_CHECKS)
     .option('--limit <n>', 'findings listed per category (counts are always exact)', nonNegative, 50)
     .action(async (flags: ReconcileFlags) => {
+      const { runReconcileCommand } = await import('../commands/reconcile.ts');
       const exitCode = await runReconcileCommand(getConfig(), {
         dryRun: flags.dryRun === true,
         json: flags.json === true,

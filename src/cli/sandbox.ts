@@ -1,7 +1,7 @@
 // `classroom-sync sandbox`: runs the stand-in remote on a port, with faults set from flags.
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Config } from '../config.ts';
-import { FAULT_KINDS, type FaultConfig, OPERATIONS, sandboxOptionsFromConfig, startSandbox } from '../sandbox/index.ts';
+import { FAULT_KINDS, type FaultConfig, OPERATIONS } from '../sandbox/faults.ts';
 import { NAME_CASES } from '../sandbox/names.ts';
 import { collect, integer, milliseconds, oneOf, probability } from './parse.ts';
 import { type SandboxFlags, faultConfigFromFlags, parseFaultSpec, refusalStatus } from './sandbox-flags.ts';
@@ -105,6 +105,7 @@ function addBehaviourOptions(command: Command): void {
 
 /** Serves until `io.untilStopped()` resolves, then closes; prints where it listens and its seed. */
 async function runSandbox(config: Config, flags: SandboxFlags, faults: FaultConfig, io: SandboxIo): Promise<void> {
+  const { sandboxOptionsFromConfig, startSandbox } = await import('../sandbox/index.ts');
   const base = sandboxOptionsFromConfig(config);
   const sandbox = await startSandbox(
     { ...base, instituteIds: [...base.instituteIds, ...flags.institute], faults, seed: flags.seed },

@@ -1,30 +1,8 @@
 // `classroom-sync status [BATCH_ID]`: counts of batches by state, or one batch, from the read model.
 import type { Command } from 'commander';
-import { breakersOf } from '../accounts/remotes.ts';
 import type { Config } from '../config.ts';
-import type { CredentialsBreaker } from '../ratelimit/breaker.ts';
-import {
-  countByAccount,
-  countByState,
-  findBatch,
-  formatAccountCounts,
-  formatBatch,
-  formatLanes,
-  institutesOf,
-  laneStats,
-  notKnownUnder,
-  refusedKeyLine,
-  TERMINAL_STATES,
-  viewOf,
-} from '../read-model/index.ts';
-import type { Runtime } from '../runtime.ts';
+import type { StatusFlags } from './status-print.ts';
 import { withRuntime } from './with-runtime.ts';
-
-interface StatusFlags {
-  json?: boolean;
-  institute?: string;
-  showLink?: boolean;
-}
 
 export function registerStatusCommand(program: Command, getConfig: () => Config): Command {
   return program
@@ -35,49 +13,7 @@ export function registerStatusCommand(program: Command, getConfig: () => Config)
     .option('--show-link', 'print the full join link (it is a secret: anyone holding it can join)')
     .description('counts of batches by state, or one batch')
     .action(async (batchId: string | undefined, opts: StatusFlags) => {
+      const { printBatch, printCounts } = await import('./status-print.ts');
       await withRuntime(getConfig(), (rt) => (batchId ? printBatch(rt, batchId, opts) : printCounts(rt, opts.json === true)));
     });
-}
-
-/**
- * One line per state, then the queue's lanes, then (with several accounts) a line per account, or
- * one JSON object: the counts, `lanes` and `accounts`. Then a line per account whose key is refused.
- */
-async function printCounts(rt: Runtime, json: boolean): Promise<void> {
-  const db = rt.database.db;
-  const several = rt.config.accounts.length > 1;
-  const [counts, lanes, accounts] = await Promise.all([countByState(db), laneStats(db), several ? countByAccount(db, rt.config.accounts) : undefined]);
-  if (json) {
-    const perAccount = accounts && Object.fromEntries(accounts.map(({ account, ...rest }) => [account, rest]));
-    console.log(JSON.stringify({ ...counts, lanes, ...(perAccount ? { accounts: perAccount } : {}) }));
-  } else {
-    const lines = [...Object.entries(counts).map(([s, n]) => `${s.padEnd(13)} ${n}`), formatLanes(lanes)];
-    if (accounts) lines.push('accounts', ...accounts.map((a) => `  ${formatAccountCounts(a)}`));
-    console.log(lines.join('\n'));
-  }
-  // On stderr with --json, so the counts stay the JSON they always were.
-  for (const { account, breaker } of breakersOf(rt.remotes)) await printRefusal(rt, breaker, account, json);
-}
-
-/** "credentials refused since T" for an account whose key is refused (named when there are several). */
-async function printRefusal(rt: Runtime, breaker: CredentialsBreaker, account: string, json: boolean): Promise<void> {
-  const several = rt.config.accounts.length > 1;
-  const refused = await refusedKeyLine(breaker, rt.config.classroom.keyProbeEveryMs, several ? account : undefined);
-  if (refused) (json ? console.error : console.log)(refused);
-}
-
-/** The batch's view; for an unknown id, exit code 1 and the institutes it is known under instead. */
-async function printBatch(rt: Runtime, batchId: string, opts: StatusFlags): Promise<void> {
-  const instituteId = opts.institute ?? rt.config.classroom.instituteId;
-  const row = await findBatch(rt.database.db, { instituteId, batchId });
-  if (!row) {
-    console.error(`batch ${batchId} is ${notKnownUnder(instituteId, await institutesOf(rt.database.db, batchId))}`);
-    process.exitCode = 1;
-    return;
-  }
-  const view = viewOf(row);
-  console.log(opts.json ? JSON.stringify(view) : formatBatch(view, opts.showLink === true));
-  // An unfinished batch that waits because its account's key is refused says so.
-  const remote = rt.remotes.forInstitute(row.instituteId);
-  if (remote && !TERMINAL_STATES.includes(row.state)) await printRefusal(rt, remote.breaker, remote.account.name, opts.json === true);
 }

@@ -8,7 +8,10 @@ import { parse } from 'csv-parse';
 import { type PublishDeps, publishItems } from '../intake/publish.ts';
 import type { FieldProblem } from '../intake/schema.ts';
 import { enqueueNdjson } from './enqueue.ts';
+import { ImportFileError } from './import-file-error.ts';
 import { createProgress } from './progress.ts';
+
+export { ImportFileError };
 
 export type ImportFormat = 'csv' | 'ndjson';
 
@@ -21,11 +24,6 @@ export interface ImportReport {
   duplicates: number;
   /** By file line number; for CSV the line where the row ends (the same line for one-line rows). */
   rejected: { line: number; problems: FieldProblem[] }[];
-}
-
-/** A file that cannot be imported at all (no usable header, unknown format). */
-export class ImportFileError extends Error {
-  override readonly name = 'ImportFileError';
 }
 
 const REQUIRED_COLUMNS = ['batchId', 'name', 'subject'] as const;

@@ -13,7 +13,7 @@ import { batchesOf, institutesToReconcile, loadMappings, withoutLiveJob } from '
 import { ReportBuilder } from './report.ts';
 import { repair } from './repair.ts';
 import { closeRun, lastLinkCursor, openRun } from '../mapping/index.ts';
-import type { ReconcileReport } from './types.ts';
+import { DEFAULT_LINK_CHECKS, type ReconcileReport } from './types.ts';
 
 export interface ReconcileDeps {
   db: Db;
@@ -48,7 +48,6 @@ export interface ReconcileOptions {
   onRun?: (report: ReconcileReport) => void;
 }
 
-export const DEFAULT_LINK_CHECKS = 20;
 /** Batch ids named in the error of an institute that could not be read (the count stays exact). */
 const FAILED_INSTITUTE_IDS = 50;
 

@@ -9,6 +9,9 @@
 import type { BatchState } from '../mapping/index.ts';
 import type { ListName } from '../sync/resolve.ts';
 
+/** get-class calls a pass spends on the join-link rotation, unless told otherwise (`--link-checks`). */
+export const DEFAULT_LINK_CHECKS = 20;
+
 /**
  * in_sync               mapped, and the class is listed (classes or pendingClasses)
  * missing_remote        mapped, but the class is in no list
