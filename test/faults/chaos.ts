@@ -54,6 +54,8 @@ export interface ChaosReport {
   synced: number;
   needsReview: { batchId: string; reason: string }[];
   failed: number;
+  /** The first few failed batches and why: what to look at when `failed` is not 0. */
+  failedSamples: { batchId: string; attempts: number; kind: string | null; error: string | null }[];
   lost: number;
   duplicates: number;
   remoteClasses: number;
@@ -387,6 +389,10 @@ async function buildReport(input: ReportInput): Promise<ChaosReport> {
     synced: synced.length,
     needsReview: rows.filter((r) => r.state === 'needs_review').map((r) => ({ batchId: r.batchId, reason: r.lastError ?? '' })),
     failed: rows.filter((r) => r.state === 'failed').length,
+    failedSamples: rows
+      .filter((r) => r.state === 'failed')
+      .slice(0, 5)
+      .map((r) => ({ batchId: r.batchId, attempts: r.attempts, kind: r.lastErrorKind, error: r.lastError })),
     lost: options.n - rows.filter((r) => r.state === 'synced' || r.state === 'needs_review').length,
     duplicates: ours.reduce((sum, [, count]) => sum + Math.max(0, count - 1), 0),
     remoteClasses: ours.reduce((sum, [, count]) => sum + count, 0),
@@ -432,6 +438,7 @@ export function printReport(report: ChaosReport, file = 'test-results/fault-repo
     ],
     ['time to synced p50 / p95 / max (ms)', `${report.timeToSyncedMs.p50} / ${report.timeToSyncedMs.p95} / ${report.timeToSyncedMs.max}`],
     ['wall time (s)', (report.wallMs / 1000).toFixed(1)],
+    ...report.failedSamples.map((f): [string, string] => [`failed ${f.batchId} after ${f.attempts} attempt(s)`, `${f.kind}: ${f.error}`]),
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   console.log(['fault suite report', ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`)].join('\n'));
