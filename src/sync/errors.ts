@@ -29,6 +29,11 @@ export type SyncFailureKind =
   | 'remote_inconsistent'
   /** A 403 whose probe failed too, so whether the key or the batch was refused cannot be told yet. */
   | 'unconfirmed_refusal'
+  /**
+   * A 403 about this batch: a harmless read with the same key worked. Retried while attempts last, not
+   * failed at once: a refusal of the key that ended between the 403 and the read looks the same.
+   */
+  | 'forbidden'
   /** PostgreSQL could not be reached or refused a statement. */
   | 'database'
   /** Anything else: a bug; the cause is kept. */
@@ -42,6 +47,7 @@ const ACTIONS: Record<SyncFailureKind, QueueAction> = {
   outcome_unknown: 'retry',
   remote_inconsistent: 'retry',
   unconfirmed_refusal: 'retry',
+  forbidden: 'retry',
   database: 'retry',
   internal: 'retry',
   throttled: 'delay',

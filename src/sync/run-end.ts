@@ -39,12 +39,16 @@ async function classifyAndRelease(run: BatchRun, error: unknown): Promise<SyncEr
 
 /**
  * A 403 is about the key or about this batch's institute or class: a harmless read tells which. When
- * that read fails too, it cannot be told yet, and the attempt is retried.
+ * that read fails too, it cannot be told yet, and the attempt is retried. When it works, the batch
+ * uses an attempt rather than being failed at once: the key's refusal may have ended in between.
  */
 async function confirmRefusal(run: BatchRun, error: unknown, failure: Failure): Promise<Failure> {
   if (!isForbidden(error) || !run.deps.credentials) return failure;
   const verdict = await run.deps.credentials.confirmForbidden(error);
-  if (verdict === 'batch') return failure;
+  if (verdict === 'batch') {
+    const message = `${failure.message}; a harmless read with the same key worked, so the refusal is about this batch (or the key's refusal just ended): will try again while attempts last`;
+    return { ...failure, kind: 'forbidden', message };
+  }
   if (verdict === 'key') return { ...failure, kind: 'credentials_refused', reason: 'http_403_key' };
   const message = `${failure.message}; whether the key or this batch was refused could not be told (the probe failed too): will try again`;
   return { ...failure, kind: 'unconfirmed_refusal', message };

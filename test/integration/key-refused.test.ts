@@ -15,6 +15,7 @@ import type { WorkerProcess } from '../../src/commands/worker.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { BreakerState } from '../../src/ratelimit/breaker.ts';
+import { accountEntry } from '../helpers/accounts.ts';
 import { rowsOf, untilAllSynced } from '../helpers/batches.ts';
 import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { promtool } from '../helpers/promql.ts';
@@ -199,5 +200,35 @@ describe('a key refused from the first call', () => {
     const done = await untilAllSynced(harness, 'all', 30_000);
     expect(done.map((r) => r.attempts).filter((a) => a !== 1)).toEqual([]);
     expect(harness.sandbox.state({ classes: false }).classCount).toBe(n);
+  });
+});
+
+describe('a 403 about one institute, not the key', () => {
+  it("uses the batch's attempts (a harmless read works, but a refusal of the key may just have ended), then fails it as forbidden; the others sync", async () => {
+    // Account north serves inst-north and inst-ghost; the remote knows only inst-north, so add-class
+    // for inst-ghost answers 403 while the probe (a listing of inst-north) works.
+    const dir = mkdtempSync(join(tmpdir(), 'classroom-sync-ghost-'));
+    each.defer(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'accounts.json');
+    const north = { ...accountEntry({ name: 'north' }), instituteIds: ['inst-north', 'inst-ghost'] };
+    writeFileSync(file, JSON.stringify({ accounts: [north] }));
+    const harness = await each.harness({
+      env: { CLASSROOM_ACCOUNTS_FILE: file, CLASSROOM_INSTITUTE_ID: 'inst-north', SYNC_ATTEMPTS: '3' },
+      sandbox: { instituteIds: ['inst-north'] },
+    });
+    each.syncWorker(harness.runtime);
+    const events = [
+      { batchId: 'ghost-1', name: 'Ghost class', subject: 'Maths', instituteId: 'inst-ghost' },
+      { batchId: 'real-1', name: 'Real class', subject: 'Maths', instituteId: 'inst-north' },
+    ];
+    expect((await publishBatches(publishDepsOf(harness), events)).every((o) => o.ok)).toBe(true);
+
+    const ghost = await waitFor(async () => (await rowsOf(harness)).find((r) => r.batchId === 'ghost-1' && r.state === 'failed'), 'ghost-1 failed', 20_000);
+    expect(ghost).toMatchObject({ attempts: 3, lastErrorKind: 'forbidden', classId: null });
+    expect(ghost.lastError).toMatch(/403/);
+    expect(ghost.lastError).toMatch(/refusal is about this batch/);
+    expect(await harness.runtime.remotes.default.breaker.state()).toBeUndefined();
+    await untilAllSynced(harness, ['real-1'], 20_000);
+    expect(harness.sandbox.state().calls.byOperation.addClass?.outcomes.http403).toBe(3);
   });
 });

@@ -16,6 +16,7 @@ describe('queueAction', () => {
       outcome_unknown: 'retry',
       remote_inconsistent: 'retry',
       unconfirmed_refusal: 'retry',
+      forbidden: 'retry',
       database: 'retry',
       internal: 'retry',
       throttled: 'delay',
