@@ -46,7 +46,7 @@ async function confirmRefusal(run: BatchRun, error: unknown, failure: Failure): 
   if (!isForbidden(error) || !run.deps.credentials) return failure;
   const verdict = await run.deps.credentials.confirmForbidden(error);
   if (verdict === 'batch') {
-    const message = `${failure.message}; a harmless read with the same key worked, so the refusal is about this batch (or the key's refusal just ended): will try again while attempts last`;
+    const message = `${namingTarget(run, error, failure.message)}; a harmless read with the same key worked, so the remote refuses this batch (or the key's refusal had just ended)`;
     return { ...failure, kind: 'forbidden', message };
   }
   if (verdict === 'key') return { ...failure, kind: 'credentials_refused', reason: 'http_403_key' };
@@ -87,14 +87,21 @@ async function fail(run: BatchRun, failure: Failure, error: unknown): Promise<Sy
   }
   const row = run.current;
   const from = row.state;
-  // A refusal need not say what was refused (an unknown institute is "instituteId: not an
-  // institute..."): the stored reason names the institute or class the call was about.
-  const aboutInstitute = (error as { operation?: string }).operation === 'addClass' || (error as { operation?: string }).operation === 'listClasses';
-  const [what, id] = aboutInstitute ? ['institute', row.instituteId] : ['class', row.classId];
-  const reason = id && !failure.message.includes(id) ? `${failure.message} (${what} ${id})` : failure.message;
+  const reason = namingTarget(run, error, failure.message);
   await release(run, { as: 'failed', error: reason, errorKind: failure.kind });
   run.log.warn({ err: error, kind: failure.kind, reason: failure.reason, from, to: 'failed', classId: row.classId }, `batch failed: ${reason}`);
   return new PermanentSyncError(failure.kind, failure.reason, reason, { cause: error });
+}
+
+/**
+ * A refusal need not say what was refused (an unknown institute is "instituteId: not an
+ * institute..."): the stored reason names the institute or class the call was about.
+ */
+function namingTarget(run: BatchRun, error: unknown, message: string): string {
+  const operation = (error as { operation?: string }).operation;
+  const aboutInstitute = operation === 'addClass' || operation === 'listClasses';
+  const [what, id] = aboutInstitute ? ['institute', run.current.instituteId] : ['class', run.current.classId];
+  return id && !message.includes(id) ? `${message} (${what} ${id})` : message;
 }
 
 async function release(run: BatchRun, end: mapping.RunEnd): Promise<void> {

@@ -226,7 +226,7 @@ describe('a 403 about one institute, not the key', () => {
     const ghost = await waitFor(async () => (await rowsOf(harness)).find((r) => r.batchId === 'ghost-1' && r.state === 'failed'), 'ghost-1 failed', 20_000);
     expect(ghost).toMatchObject({ attempts: 3, lastErrorKind: 'forbidden', classId: null });
     expect(ghost.lastError).toMatch(/403/);
-    expect(ghost.lastError).toMatch(/refusal is about this batch/);
+    expect(ghost.lastError).toMatch(/inst-ghost.*the remote refuses this batch/);
     expect(await harness.runtime.remotes.default.breaker.state()).toBeUndefined();
     await untilAllSynced(harness, ['real-1'], 20_000);
     expect(harness.sandbox.state().calls.byOperation.addClass?.outcomes.http403).toBe(3);
