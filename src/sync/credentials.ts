@@ -56,32 +56,21 @@ export function createCredentialsGuard(deps: CredentialsGuardDeps): CredentialsG
 }
 
 /**
- * Several jobs refused at once share a probe (one answer per two seconds), but only one sent after
- * their refusal (`since`): an answer to a read sent before it says nothing about it (a key refused
- * a moment after the read worked would otherwise pass for a batch refused). Whoever was refused
- * while a probe was out shares the next one, sent when that one ends.
+ * A probe sent after the call: an answer to a read sent before a 403 says nothing about it (a key
+ * refused a moment after the read worked would pass for a batch refused). Whoever asks while a probe
+ * is out shares the next one, sent when that one ends, so jobs refused together cost two reads at most.
  */
-function sharedProbe(client: ClassroomClient, instituteId: string): (since: number) => Promise<ProbeResult> {
-  let last: { sentAt: number; result: Promise<ProbeResult> } | undefined;
+function sharedProbe(client: ClassroomClient, instituteId: string): () => Promise<ProbeResult> {
+  let out: Promise<ProbeResult> | undefined;
   let next: Promise<ProbeResult> | undefined;
   const send = () => {
-    const result = runProbe(client, instituteId);
-    last = { sentAt: performance.now(), result };
-    return result;
+    next = undefined;
+    out = runProbe(client, instituteId);
+    return out;
   };
-  return (since) => {
-    if (last && last.sentAt >= since && performance.now() - last.sentAt < 2_000) return last.result;
-    if (!last) return send();
-    next ??= last.result.then(
-      () => {
-        next = undefined;
-        return send();
-      },
-      () => {
-        next = undefined;
-        return send();
-      },
-    );
+  return () => {
+    if (!out) return send();
+    next ??= out.then(send, send);
     return next;
   };
 }
@@ -90,7 +79,7 @@ function sharedProbe(client: ClassroomClient, instituteId: string): (since: numb
  * While this process is paused: every second, look at the breaker; when it is this process's turn,
  * probe; when the key works (here or anywhere in the fleet), close the breaker and resume.
  */
-function createWatch(deps: CredentialsGuardDeps, probe: (since: number) => Promise<ProbeResult>): { start(): void; stop(): void; running(): boolean } {
+function createWatch(deps: CredentialsGuardDeps, probe: () => Promise<ProbeResult>): { start(): void; stop(): void; running(): boolean } {
   let timer: NodeJS.Timeout | undefined;
   let ticking = false;
   // A watch that cannot reach Redis or the remote says so once per streak, not every second.
@@ -130,11 +119,11 @@ function createWatch(deps: CredentialsGuardDeps, probe: (since: number) => Promi
 }
 
 /** One look at the breaker, and a probe if it is open and this process's turn. */
-async function probeOnce(deps: CredentialsGuardDeps, probe: (since: number) => Promise<ProbeResult>): Promise<'works' | 'refused'> {
+async function probeOnce(deps: CredentialsGuardDeps, probe: () => Promise<ProbeResult>): Promise<'works' | 'refused'> {
   const state = await deps.breaker.state();
   if (!state) return 'works';
   if (!(await deps.breaker.claimProbe(deps.probeEveryMs))) return 'refused';
-  const result = await probe(performance.now());
+  const result = await probe();
   if (!result.ok) {
     await deps.breaker.recordProbe(result);
     return 'refused';
@@ -150,9 +139,8 @@ async function probeOnce(deps: CredentialsGuardDeps, probe: (since: number) => P
 }
 
 /** A 403: the probe tells whether the key itself is refused (then the breaker opens) or only this batch. */
-async function confirmForbidden(deps: CredentialsGuardDeps, probe: (since: number) => Promise<ProbeResult>, error: ClassroomError): Promise<ForbiddenVerdict> {
-  // The 403 was answered before now: a probe sent from now on answers about the same key, later.
-  const result = await probe(performance.now());
+async function confirmForbidden(deps: CredentialsGuardDeps, probe: () => Promise<ProbeResult>, error: ClassroomError): Promise<ForbiddenVerdict> {
+  const result = await probe();
   if (result.ok) return 'batch';
   if (!result.refused) return 'unknown';
   const opened = await deps.breaker.open({ status: error.httpStatus ?? error.bodyStatus, reason: error.message });
