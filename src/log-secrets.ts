@@ -68,7 +68,8 @@ function censorNested(object: Record<string, unknown>): Record<string, unknown> 
 }
 
 /**
- * A line's fields with every secret one level down censored (pino `formatters.log` and `.bindings`).
+ * A line's fields with every secret one level down censored (pino `formatters.log`, and a child's
+ * bindings: see `createLogger`).
  * Only object literals are looked into: pino hands this a line before its serializers run, and an
  * error or a request is reduced by its serializer to fields that hold no secret (`serializeError`,
  * fastify's request serializer).

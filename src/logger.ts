@@ -35,7 +35,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     level: options.level ?? 'info',
     base: { service: 'classroom-sync' },
     redact: { paths: TOP_LEVEL_PATHS, censor },
-    formatters: { log: censorSecondLevel, bindings: censorSecondLevel },
+    formatters: { log: censorSecondLevel },
     serializers: { err: serializeError, error: serializeError },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
