@@ -7,6 +7,8 @@ export interface TestAccount {
   name: string;
   /** Its client-side limit (ratePerMinute); absent = CLASSROOM_RATE_LIMIT_PER_MINUTE. */
   ratePerMinute?: number;
+  /** The institutes it serves; absent = its own one (`instituteOf(name)`). */
+  instituteIds?: string[];
 }
 
 /** The institute a test account serves. */
@@ -14,11 +16,11 @@ export const instituteOf = (name: string): string => `inst-${name}`;
 
 /** An account entry: distinct user id, API key (32 alphanumerics), x-api-key and namespace. */
 export function accountEntry(account: TestAccount): Record<string, unknown> {
-  const { name, ratePerMinute } = account;
+  const { name, ratePerMinute, instituteIds = [instituteOf(name)] } = account;
   const letters = name.replace(/[^A-Za-z0-9]/g, '');
   return {
     name,
-    instituteIds: [instituteOf(name)],
+    instituteIds,
     userId: `user-${name}`,
     apiKey: `${letters}Key`.padEnd(32, '7').slice(0, 32),
     xApiKey: `x-api-key-${name}`,

@@ -15,7 +15,7 @@ import type { WorkerProcess } from '../../src/commands/worker.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { BreakerState } from '../../src/ratelimit/breaker.ts';
-import { accountEntry } from '../helpers/accounts.ts';
+import { writeAccountsFile } from '../helpers/accounts.ts';
 import { rowsOf, untilAllSynced } from '../helpers/batches.ts';
 import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { promtool } from '../helpers/promql.ts';
@@ -207,13 +207,10 @@ describe('a 403 about one institute, not the key', () => {
   it("uses the batch's attempts (a harmless read works, but a refusal of the key may just have ended), then fails it as forbidden; the others sync", async () => {
     // Account north serves inst-north and inst-ghost; the remote knows only inst-north, so add-class
     // for inst-ghost answers 403 while the probe (a listing of inst-north) works.
-    const dir = mkdtempSync(join(tmpdir(), 'classroom-sync-ghost-'));
-    each.defer(() => rmSync(dir, { recursive: true, force: true }));
-    const file = join(dir, 'accounts.json');
-    const north = { ...accountEntry({ name: 'north' }), instituteIds: ['inst-north', 'inst-ghost'] };
-    writeFileSync(file, JSON.stringify({ accounts: [north] }));
+    const file = writeAccountsFile([{ name: 'north', instituteIds: ['inst-north', 'inst-ghost'] }]);
+    each.defer(() => file.remove());
     const harness = await each.harness({
-      env: { CLASSROOM_ACCOUNTS_FILE: file, CLASSROOM_INSTITUTE_ID: 'inst-north', SYNC_ATTEMPTS: '3' },
+      env: { CLASSROOM_ACCOUNTS_FILE: file.path, CLASSROOM_INSTITUTE_ID: 'inst-north', SYNC_ATTEMPTS: '3' },
       sandbox: { instituteIds: ['inst-north'] },
     });
     each.syncWorker(harness.runtime);
