@@ -73,8 +73,8 @@ const envSchema = z.object({
   SYNC_ATTEMPTS: int(1, 100).default(10),
   SYNC_BACKOFF_BASE: duration.default(1_000),
   SYNC_BACKOFF_MAX: duration.default(5 * 60_000),
-  SYNC_LEASE: duration.default(60_000),
-  SYNC_JOB_LOCK: duration.default(30_000),
+  SYNC_LEASE: duration.pipe(z.number().min(1_000, 'must be at least 1s (a heartbeat renews it every third of it)')).default(3_000),
+  SYNC_JOB_LOCK: duration.pipe(z.number().min(1_000, 'must be at least 1s (BullMQ renews it every half of it)')).default(2_000),
   SYNC_SETTLE: duration.default(5_000),
   SYNC_READ_LAG: duration.default(30_000),
   SYNC_SWEEP_EVERY: duration.default(60_000),
@@ -113,7 +113,9 @@ export interface Config {
     attempts: number;
     backoffBaseMs: number;
     backoffMaxMs: number;
+    /** How long a batch's lease lasts after its last renewal; a heartbeat renews it every third of that. */
     leaseMs: number;
+    /** BullMQ's job lock: a dead process's jobs come back within it and half of it (the stall check). */
     jobLockMs: number;
     settleMs: number;
     /** How long after a write the remote may still not show it (404s, absent from the listing). */
@@ -144,11 +146,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     throw new ConfigError(result.error.issues.map((issue) => ({ variable: String(issue.path[0] ?? '?'), reason: issue.message })));
   }
   const e = result.data;
-  if (e.SYNC_LEASE < e.CLASSROOM_TIMEOUT * 3) {
-    throw new ConfigError([
-      { variable: 'SYNC_LEASE', reason: `must be at least 3 × CLASSROOM_TIMEOUT (${e.CLASSROOM_TIMEOUT * 3} ms) so a request always ends inside its lease` },
-    ]);
-  }
   const accounts = accountsOf(e, env.CLASSROOM_INSTITUTE_ID !== undefined);
   return deepFreeze({
     env: e.NODE_ENV,

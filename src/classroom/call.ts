@@ -40,6 +40,11 @@ export interface CallOptions {
   slotReady?: Promise<number>;
   /** The lane the call is made for (the rate limit's order of precedence; default live). */
   lane?: CallLane;
+  /**
+   * The caller's own reason to stop: once aborted, the request is not sent, or is given up on at
+   * once (the sync run lost its lease). Its reason is what a request not yet sent throws.
+   */
+  signal?: AbortSignal;
 }
 
 export type Call = <T>(
@@ -52,6 +57,7 @@ export type Call = <T>(
 export function createCall(timeoutMs: number, hooks: ClassroomHooks): Call {
   return async function call(operation, send, options = {}, interpret) {
     await beforeSending(operation, hooks, options);
+    options.signal?.throwIfAborted();
     const report = (record: CallRecord) => {
       hooks.afterCall?.(record);
       options.observe?.(record);
@@ -61,7 +67,8 @@ export function createCall(timeoutMs: number, hooks: ClassroomHooks): Call {
     let bodyStatus: number | undefined;
     try {
       // One signal for headers and body alike: a server that stalls mid-body is a timeout too.
-      const signal = AbortSignal.timeout(timeoutMs);
+      const deadline = AbortSignal.timeout(timeoutMs);
+      const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
       const response = await send(signal).catch((error: unknown) => {
         throw transportError(operation, error, timeoutMs);
       });

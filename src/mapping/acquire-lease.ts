@@ -27,15 +27,22 @@ const ACQUIRE = prepare(
   sql`
     update batch_classes b
        set lease_owner = ${value('owner')}, lease_epoch = b.lease_epoch + 1, lease_expires_at = now() + ${interval(value('leaseMs'))},
-           attempts = ${value('attempt')}, updated_at = now()
+           attempts = ${value('attempt')}, updated_at = now(),
+           -- A runner that died holding a creating batch may have sent add-class until its lease
+           -- ended (every send checks the lease first), and its client waited at most one request
+           -- timeout for the answer.
+           create_ended_at = case when b.state = 'creating' and b.lease_expires_at is not null
+                                  then greatest(b.create_ended_at, b.lease_expires_at + ${interval(value('inFlightMs'))})
+                                  else b.create_ended_at end
      where b.institute_id = ${value('instituteId')} and b.batch_id = ${value('batchId')}
        and b.state not in (${terminal})
        and (b.lease_expires_at is null or b.lease_expires_at < now())
     returning ${ROW_B}, now() as "dbNow"`,
 );
 
-export async function acquireLease(db: Db, key: BatchKey, owner: string, leaseMs: number, attempt: number): Promise<AcquireResult> {
-  const [granted] = await runPrepared(db, ACQUIRE, { owner, leaseMs, attempt, instituteId: key.instituteId, batchId: key.batchId });
+/** `inFlightMs`: the longest a request of a runner that died may have been waiting for its answer (CLASSROOM_TIMEOUT). */
+export async function acquireLease(db: Db, key: BatchKey, owner: string, leaseMs: number, attempt: number, inFlightMs: number): Promise<AcquireResult> {
+  const [granted] = await runPrepared(db, ACQUIRE, { owner, leaseMs, attempt, inFlightMs, instituteId: key.instituteId, batchId: key.batchId });
   if (granted) {
     const { dbNow, ...raw } = granted;
     const row = decodeRow(raw);

@@ -21,7 +21,7 @@ export async function claimCreatedClass(db: Db, rowId: number, classId: string, 
        for update
     ), claimed as (
       update batch_classes b
-         set class_id = ${classId}, state = 'created', class_created_at = now(), review = null, failed_at = null,
+         set class_id = ${classId}, state = 'created', class_created_at = now(), create_acked_at = now(), review = null, failed_at = null,
              lease_epoch = b.lease_epoch + 1, lease_owner = null, lease_expires_at = null, updated_at = now()
         from before where b.id = before.id
       returning b.id, before.state

@@ -3,7 +3,7 @@ import { fencedStatement, fencedWrite } from './fenced-write.ts';
 import type { Db, ProgressRow } from './sql.ts';
 import type { AuditEvent, Lease } from './types.ts';
 
-const FORGET_CREATE = fencedStatement('forget_create', 'extend', sql`state = 'pending', create_sent_at = null`);
+const FORGET_CREATE = fencedStatement('forget_create', 'extend', sql`state = 'pending', create_sent_at = null, create_ended_at = null`);
 
 /**
  * Back to `pending`: the add-class is known not to have made a class (it failed before the remote

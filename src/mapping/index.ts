@@ -9,6 +9,7 @@
 // the read model (src/read-model) serves status, the HTTP API, metrics and the library.
 export * from './types.ts';
 export { type ClaimsOnCandidates, claimsOnCandidates } from './claims-on-candidates.ts';
+export { type AcknowledgedCreate, acknowledgedCreates } from './acknowledged-creates.ts';
 export { type AcquireResult, acquireLease } from './acquire-lease.ts';
 export { adoptCandidates } from './adopt-candidates.ts';
 export { type BatchFacts, readBatchFacts } from './batch-facts.ts';

@@ -15,13 +15,20 @@ export type RunEnd =
 
 const KEEP_ERROR = sql`last_error = ${value('error')}, last_error_kind = ${value('errorKind')}`;
 
+/**
+ * A run that leaves a batch in `creating` has no add-class in flight any more: the first run to
+ * leave after sending one stamps when (a run that only read the listing keeps the stamp it found).
+ */
+const CREATE_ENDED = sql`create_ended_at = case when b.state = 'creating' then coalesce(b.create_ended_at, now()) else b.create_ended_at end`;
+
 /** Each way to end, with and without an unstored link step to store on the way out. */
 function releases(as: RunEnd['as']): { plain: FencedStatement; storingLink: FencedStatement } {
-  const set: SQL | undefined = { unchanged: undefined, attempt_failed: KEEP_ERROR, failed: sql`state = 'failed', failed_at = now(), ${KEEP_ERROR}` }[as];
+  const change: SQL | undefined = { unchanged: undefined, attempt_failed: KEEP_ERROR, failed: sql`state = 'failed', failed_at = now(), ${KEEP_ERROR}` }[as];
+  const set = change ? sql`${CREATE_ENDED}, ${change}` : CREATE_ENDED;
   const link = storeLinkStep({ keepState: as === 'failed' });
   return {
     plain: fencedStatement(`release_${as}`, 'release', set),
-    storingLink: fencedStatement(`release_${as}_link`, 'release', set ? sql`${set}, ${link}` : link),
+    storingLink: fencedStatement(`release_${as}_link`, 'release', sql`${set}, ${link}`),
   };
 }
 

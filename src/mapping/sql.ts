@@ -42,6 +42,8 @@ export const PROGRESS_KEYS = [
   'lastErrorKind',
   'receivedAt',
   'createSentAt',
+  'createEndedAt',
+  'createAckedAt',
   'classCreatedAt',
   'linkEnabledAt',
   'syncedAt',

@@ -4,7 +4,7 @@
 // machine's carry theirs; anything else is a database problem or, failing that, `internal`, with
 // its cause kept.
 import { DrizzleQueryError } from 'drizzle-orm/errors';
-import { CONNECTION_CODES } from '../db/connection-loss.ts';
+import { CONNECTION_CODES, isConnectionLoss } from '../db/connection-loss.ts';
 import { type FailureKind, isClassroomError } from '../classroom/errors.ts';
 import { type BatchState, LeaseLostError } from '../mapping/index.ts';
 
@@ -34,8 +34,14 @@ export type SyncFailureKind =
    * failed at once: a refusal of the key that ended between the 403 and the read looks the same.
    */
   | 'forbidden'
-  /** PostgreSQL could not be reached or refused a statement. */
+  /** PostgreSQL refused a statement. */
   | 'database'
+  /**
+   * PostgreSQL could not be reached or dropped the connection (a restart, a failover, a cut): not
+   * the batch's fault, so no attempt is used; it runs again within a couple of seconds, and moves
+   * again as soon as the database is back.
+   */
+  | 'database_unavailable'
   /** Anything else: a bug; the cause is kept. */
   | 'internal';
 
@@ -55,6 +61,7 @@ const ACTIONS: Record<SyncFailureKind, QueueAction> = {
   busy: 'delay',
   not_visible_yet: 'delay',
   lease_lost: 'delay',
+  database_unavailable: 'delay',
   rejected: 'fail',
   class_unknown: 'fail',
   ambiguous_create: 'fail',
@@ -117,6 +124,9 @@ export interface Failure {
 /** Lease lost: the new holder runs soon; this job comes back in a second to find it busy or done. */
 const LEASE_LOST_DELAY_MS = 1_000;
 
+/** How soon a job stopped by an unreachable database comes back: 1–2 s, spread so they do not return at once. */
+const databaseRetryMs = () => 1_000 + Math.round(Math.random() * 1_000);
+
 export function failureOf(error: unknown): Failure {
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof SyncError) return { kind: error.kind, reason: error.reason, message, delayMs: error.delayMs };
@@ -139,5 +149,9 @@ function databaseFailure(error: unknown): Failure | undefined {
   const fromPg = (cause as { severity?: unknown } | undefined)?.severity !== undefined;
   if (!wrapped && !fromPg && !(typeof code === 'string' && CONNECTION_CODES.has(code))) return undefined;
   const why = cause instanceof Error ? cause.message : 'no answer';
+  if (isConnectionLoss(error)) {
+    const reason = typeof code === 'string' ? `pg_${code}` : 'pg_unavailable';
+    return { kind: 'database_unavailable', reason, message: `PostgreSQL unavailable: ${why}`, delayMs: databaseRetryMs() };
+  }
   return { kind: 'database', reason: typeof code === 'string' ? `pg_${code}` : 'pg_unavailable', message: `PostgreSQL: ${why}`, delayMs: undefined };
 }

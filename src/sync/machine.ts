@@ -14,6 +14,7 @@
 import type { BatchKey, MappingRow } from '../mapping/index.ts';
 import * as mapping from '../mapping/index.ts';
 import { DeferError, NotVisibleYetError, PermanentSyncError } from './errors.ts';
+import { LeaseKeeper } from './lease-keeper.ts';
 import { endRun } from './run-end.ts';
 import { BatchRun } from './steps.ts';
 import type { SyncDeps, SyncOutcome } from './types.ts';
@@ -21,7 +22,9 @@ import type { SyncDeps, SyncOutcome } from './types.ts';
 export type { SyncDeps, SyncOutcome, SyncSettings, Transition } from './types.ts';
 
 export async function runBatch(deps: SyncDeps, key: BatchKey, attempt: number, options: { firstSlot?: Promise<number> } = {}): Promise<SyncOutcome> {
-  const acquired = await mapping.acquireLease(deps.db, key, deps.workerId, deps.settings.leaseMs, attempt);
+  const { leaseMs, requestTimeoutMs } = deps.settings;
+  const grantedAt = performance.now();
+  const acquired = await mapping.acquireLease(deps.db, key, deps.workerId, leaseMs, attempt, requestTimeoutMs);
   switch (acquired.status) {
     case 'missing':
       throw new PermanentSyncError('not_recorded', 'no_row', `batch ${key.batchId} of institute ${key.instituteId} is not recorded; publish it again`);
@@ -30,12 +33,18 @@ export async function runBatch(deps: SyncDeps, key: BatchKey, attempt: number, o
     case 'busy':
       throw new DeferError(acquired.retryInMs, `batch ${key.batchId} is being synced by another runner`, 'busy', 'lease_busy');
   }
-  const run = new BatchRun(deps, acquired.lease, acquired.row, acquired.dbNow, attempt, options.firstSlot);
+  const { lease } = acquired;
+  const renew = () => mapping.touchLease(deps.db, lease, leaseMs);
+  const keeper = new LeaseKeeper({ leaseMs, batchId: key.batchId, renew, logger: deps.logger, grantedAt });
+  const run = new BatchRun(deps, lease, keeper, acquired.row, acquired.dbNow, attempt, options.firstSlot);
   try {
-    const row = await runToCompletion(run, deps.settings.leaseMs);
+    const row = await runToCompletion(run);
+    keeper.stop();
     return { state: row.state, classId: row.classId, worked: true };
   } catch (error) {
-    throw await endRun(run, error);
+    keeper.stop();
+    // A run stopped by its lease ends as the lease's loss, whatever the call it stopped threw.
+    throw await endRun(run, keeper.lost ?? error);
   }
 }
 
@@ -45,17 +54,19 @@ const IN_RUN_LAG_WAIT_MS = 2_000;
 /**
  * Steps until the batch is at rest. Replica lag is usually shorter than a trip through the queue:
  * a run first waits a little itself, so a batch under way keeps its place instead of going back
- * behind every batch not yet started.
+ * behind every batch not yet started. A lost lease stops it between steps too.
  */
-async function runToCompletion(run: BatchRun, leaseMs: number): Promise<MappingRow> {
-  const waitUntil = performance.now() + Math.min(IN_RUN_LAG_WAIT_MS, leaseMs / 3);
+async function runToCompletion(run: BatchRun): Promise<MappingRow> {
+  const waitUntil = performance.now() + IN_RUN_LAG_WAIT_MS;
   let pause = 100;
   for (;;) {
     try {
       if (!(await run.step())) return run.current;
+      run.keeper.assertOwned();
     } catch (error) {
       if (!(error instanceof NotVisibleYetError) || performance.now() + pause > waitUntil) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.min(pause, error.delayMs)));
+      run.keeper.assertOwned();
       pause *= 2;
     }
   }

@@ -6,7 +6,6 @@ import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { Logger } from '../logger.ts';
 import * as mapping from '../mapping/index.ts';
 import { BreakerOpenError } from '../ratelimit/limiter.ts';
-import { isConnectionLoss } from '../db/connection-loss.ts';
 import { type Failure, SyncError, failureOf, queueAction } from './errors.ts';
 import { type QueueLane, laneOfPriority, priorityOf, queueLaneOf } from './lanes.ts';
 import { runBatch } from './machine.ts';
@@ -39,7 +38,13 @@ export function createSyncProcessor(processorDeps: ProcessorDeps) {
     // Known refused here: back to wait before touching PostgreSQL (one process probes meanwhile).
     if (account.credentials.isRefused()) return wait(job, token, account.credentials.retryInMs(), `the API key of account ${account.name} is refused`);
     const { accountFor: _, ...rest } = processorDeps;
-    const deps: SyncDeps = { ...rest, classroom: account.classroom, limiter: account.limiter, credentials: account.credentials };
+    const deps: SyncDeps = {
+      ...rest,
+      classroom: account.classroom,
+      limiter: account.limiter,
+      credentials: account.credentials,
+      lagMonitor: account.lagMonitor,
+    };
     const log = deps.logger.child({ batchId: key.batchId, instituteId: key.instituteId, jobId: job.id });
     const attempt = job.attemptsMade + 1;
     const slot = await slotForLane(account, job, token, processorDeps.sharedSlots === true);
@@ -59,7 +64,7 @@ export function createSyncProcessor(processorDeps: ProcessorDeps) {
           throw new UnrecoverableError(failure.message);
         case 'retry':
           if (attempt >= (job.opts.attempts ?? 1)) {
-            if (isOutage(failure, error)) return outlastOutage(job, token, failure, log, processorDeps.outageRetryMs ?? DEFAULT_OUTAGE_RETRY_MS);
+            if (isOutage(failure)) return outlastOutage(job, token, failure, log, processorDeps.outageRetryMs ?? DEFAULT_OUTAGE_RETRY_MS);
             await recordExhausted(deps, key, failure, attempt, log);
           }
           throw new Error(failure.message, { cause: error });
@@ -145,13 +150,12 @@ async function promoteIfUnderWay(job: SyncJob, error: unknown, log: Logger): Pro
 }
 
 /**
- * Failures that say the remote or PostgreSQL is unavailable, not that anything is wrong with the
- * batch: no request got through, or no readable answer came back, or the database connection was
- * lost. However long that lasts, the batch is not written off for it.
+ * Failures that say the remote is unavailable, not that anything is wrong with the batch: no request
+ * got through, or no readable answer came back. However long that lasts, the batch is not written
+ * off for it. (An unreachable PostgreSQL is `database_unavailable`, which never uses an attempt.)
  */
-function isOutage(failure: Failure, error: unknown): boolean {
-  if (failure.kind === 'not_sent' || failure.kind === 'outcome_unknown' || failure.kind === 'unconfirmed_refusal') return true;
-  return failure.kind === 'database' && isConnectionLoss(error instanceof SyncError && error.cause !== undefined ? error.cause : error);
+function isOutage(failure: Failure): boolean {
+  return failure.kind === 'not_sent' || failure.kind === 'outcome_unknown' || failure.kind === 'unconfirmed_refusal';
 }
 
 /**

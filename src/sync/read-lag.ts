@@ -60,18 +60,16 @@ export class ReadLag {
 
   /**
    * After an add-class of unknown outcome (sent at `sentAt`), the listing shows no class that could
-   * be ours: "nothing was created" is believed only once the patience has passed.
+   * be ours, and nothing shows yet that it would (src/sync/settle.ts): read it again in `delayMs`.
    */
-  listingLag(sentAt: Date): DeferError {
-    const left = this.left(sentAt);
-    if (left > 0) {
-      const why = 'no class of this name is listed yet; reading again once SYNC_READ_LAG has passed since the add-class';
-      return new DeferError(left + 50, why, 'not_visible_yet', 'listing_lag');
+  listingLag(sentAt: Date, delayMs: number): DeferError {
+    if (this.left(sentAt) > 0) {
+      const why = 'no class of this name is listed yet, and nothing shows yet that the listing would show it; reading it again';
+      return new DeferError(delayMs, why, 'not_visible_yet', 'listing_lag');
     }
     const waited = this.now() - sentAt.getTime();
-    const delay = Math.min(this.patienceLeft(sentAt) + 50, Math.max(100, waited));
     return new DeferError(
-      delay,
+      delayMs,
       `no class of this name is listed: the class an add-class of unknown outcome may have made ${this.lagging(waited)}`,
       'not_visible_yet',
       'read_lag_exceeded',

@@ -45,13 +45,29 @@ export function findCandidates(listing: InstituteListing, className: string, rul
   return found;
 }
 
-export async function resolveUnknownCreate(classroom: ClassroomClient, input: ResolveInput, options: CallOptions = {}): Promise<Resolution> {
+/** The listing read, and what it decided; `create` still needs the listing shown fresh enough (src/sync/settle.ts). */
+export interface ListingRead {
+  resolution: Resolution;
+  /** Every `_id` the listing holds, in any list. */
+  listed: ReadonlySet<string>;
+}
+
+export async function resolveUnknownCreate(classroom: ClassroomClient, input: ResolveInput, options: CallOptions = {}): Promise<ListingRead> {
   // The whole listing, not a searchTerm query: a remote that shortened or re-cased the name would
   // not find it by our spelling, and "nothing found" is what licenses a second POST.
-  const candidates = findCandidates(await classroom.listClasses(input.instituteId, {}, options), input.className, input.rules);
-  if (candidates.length === 0) return { decision: 'create' };
+  const listing = await classroom.listClasses(input.instituteId, {}, options);
+  const listed = listedIds(listing);
+  const candidates = findCandidates(listing, input.className, input.rules);
+  if (candidates.length === 0) return { resolution: { decision: 'create' }, listed };
   const ids = candidates.map((c) => c._id).filter((id): id is string => typeof id === 'string');
-  return decideResolution(input.className, candidates, await input.claims(ids), input.rules);
+  return { resolution: decideResolution(input.className, candidates, await input.claims(ids), input.rules), listed };
+}
+
+/** Every `_id` a listing holds, in any of its lists. */
+export function listedIds(listing: InstituteListing): Set<string> {
+  const ids = new Set<string>();
+  for (const list of LISTS) for (const item of listing[list]) if (item._id) ids.add(item._id);
+  return ids;
 }
 
 /**

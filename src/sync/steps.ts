@@ -9,23 +9,27 @@ import type { AuditEvent, BatchState, Lease, MappingRow, ProgressRow } from '../
 import * as mapping from '../mapping/index.ts';
 import { DeferError, PermanentSyncError, SyncError } from './errors.ts';
 import { Journal } from './journal.ts';
+import { observeRead } from './lag-monitor.ts';
 import { queueLaneOf } from './lanes.ts';
+import type { LeaseKeeper } from './lease-keeper.ts';
 import { ReadLag } from './read-lag.ts';
 import type { SyncDeps } from './types.ts';
-import { resolveUnknownCreate } from './resolve.ts';
+import { type ListingRead, resolveUnknownCreate } from './resolve.ts';
+import { settleFromListing } from './settle.ts';
 
 export class BatchRun {
   readonly log: Logger;
   readonly journal: Journal;
   private readonly lag: ReadLag;
-  /** When the lease was last extended by a write of this run (local monotonic clock). */
-  private lastWriteAt = performance.now();
+  /** From this run's add-class answer until a call fails: the first read finding the class is a lag sample. */
+  private measuringSinceAck = false;
   /** What this run learned and has not stored yet; its next write (or its release) stores it. */
   readonly unstored: mapping.Unstored = {};
 
   constructor(
     readonly deps: SyncDeps,
     readonly lease: Lease,
+    readonly keeper: LeaseKeeper,
     private row: MappingRow,
     startedAt: Date,
     attempt: number,
@@ -66,7 +70,8 @@ export class BatchRun {
     const { leaseMs } = this.deps.settings;
     // Add-class is the one call that cannot be repeated harmlessly: right before it leaves, always a
     // fenced write of the intent, whatever the clock says (a frozen process may have lost its lease).
-    const markCreating = () => this.write('creating', (events) => mapping.markCreating(this.deps.db, this.lease, leaseMs, events));
+    const markCreating = () =>
+      this.write('creating', (events) => mapping.markCreating(this.deps.db, this.lease, leaseMs, events)).then(() => this.keeper.assertOwned());
     let classId: string;
     try {
       const input = { name: this.row.className, subject: event.subject, instituteId: this.row.instituteId, extra: event.extra ?? {} };
@@ -79,12 +84,13 @@ export class BatchRun {
       throw error;
     }
     await this.storeClassId(classId, 'created');
+    this.measuringSinceAck = true;
   }
 
   private async storeClassId(classId: string, how: 'created' | 'adopted', remoteName?: string): Promise<void> {
     const detail = how === 'adopted' ? { resolution: 'adopt' } : undefined;
     try {
-      await this.write('created', (events) => mapping.storeClass(this.deps.db, this.lease, this.deps.settings.leaseMs, { classId, remoteName }, events), {
+      await this.write('created', (events) => mapping.storeClass(this.deps.db, this.lease, this.deps.settings.leaseMs, { classId, remoteName, how }, events), {
         classId,
         detail,
       });
@@ -108,23 +114,28 @@ export class BatchRun {
     if (waitMs > 0) {
       throw new DeferError(waitMs + 50, `add-class outcome unknown; reading the listing after a ${settleMs} ms settle delay`, 'busy', 'settle_delay');
     }
-    await this.touch();
-    let resolution: Awaited<ReturnType<typeof resolveUnknownCreate>>;
+    const readAt = this.lag.now();
+    let read: ListingRead;
     try {
       const claims = (ids: string[]) => mapping.claimsOnCandidates(this.deps.db, row, ids);
       const input = { instituteId: row.instituteId, className: row.className, rules: nameRules, claims };
-      resolution = await resolveUnknownCreate(this.deps.classroom, input, this.callOptions());
+      read = await resolveUnknownCreate(this.deps.classroom, input, this.callOptions());
     } catch (error) {
       // The institute did answer the add-class; a listing that does not know it yet is lagging.
       if (isNotFound(error) && row.createSentAt && this.lag.patienceLeft(row.createSentAt) > 0)
         throw this.lag.notVisibleYet(row.createSentAt, `institute ${row.instituteId}`);
       throw error;
     }
-    if (resolution.decision === 'create' && row.createSentAt && this.lag.patienceLeft(row.createSentAt) > 0) throw this.lag.listingLag(row.createSentAt);
-    this.log.info({ decision: resolution.decision }, 'resolved an add-class of unknown outcome by reading the listing');
+    const { resolution } = read;
+    // "Not listed" is believed only on evidence that the listing would show the class (settle.ts).
+    const settled = resolution.decision === 'create' ? await settleFromListing(this.deps, row, readAt, read.listed) : undefined;
+    if (settled && !settled.believed) throw this.lag.listingLag(row.createSentAt ?? new Date(readAt), settled.retryInMs);
+    const settledBy = settled?.believed ? settled.evidence : undefined;
+    this.log.info({ decision: resolution.decision, settledBy: settledBy?.by }, 'resolved an add-class of unknown outcome by reading the listing');
     if (resolution.decision === 'adopt') return this.storeClassId(resolution.classId, 'adopted', resolution.remoteName);
     if (resolution.decision === 'create') {
-      await this.write('pending', (events) => mapping.forgetCreate(this.deps.db, this.lease, leaseMs, events), { detail: { resolution: 'create' } });
+      const detail = { resolution: 'create', settledBy };
+      await this.write('pending', (events) => mapping.forgetCreate(this.deps.db, this.lease, leaseMs, events), { detail });
       return;
     }
     const review = { reason: resolution.reason, evidence: resolution.evidence };
@@ -136,13 +147,12 @@ export class BatchRun {
   private async enableLink(): Promise<void> {
     const classId = this.requireClassId();
     try {
-      await this.deps.classroom.enableJoinLink(
-        classId,
-        this.callOptions(() => this.touch()),
-      );
+      await this.deps.classroom.enableJoinLink(classId, this.callOptions());
     } catch (error) {
+      this.observeLag(error);
       throw this.lag.classGone(error, this.row.classCreatedAt, classId, 'edit-class');
     }
+    this.observeLag();
     // No write here: edit-class may be sent again, harmlessly, so this recovery point is stored with
     // the next write (synced), or by the release if the run stops before it.
     const at = new Date(this.lag.now());
@@ -155,13 +165,12 @@ export class BatchRun {
     const classId = this.requireClassId();
     let record: ClassRecord;
     try {
-      record = await this.deps.classroom.getClass(
-        classId,
-        this.callOptions(() => this.touch()),
-      );
+      record = await this.deps.classroom.getClass(classId, this.callOptions());
     } catch (error) {
+      this.observeLag(error);
       throw this.lag.classGone(error, this.row.classCreatedAt, classId, 'get-class');
     }
+    this.observeLag();
     if (record._id !== classId) {
       throw new SyncError('remote_inconsistent', 'class_id_mismatch', `get-class for ${classId} answered with class ${record._id}; will read again`);
     }
@@ -185,33 +194,28 @@ export class BatchRun {
     return this.row.classId;
   }
 
-  private callOptions(beforeSend?: () => Promise<void>): CallOptions {
+  /**
+   * Every call checks, right before it leaves, that the lease is still this run's by the local clock
+   * (add-class after writing `creating`); the heartbeat's signal stops it if the lease is lost.
+   */
+  private callOptions(beforeSend: () => Promise<void> = async () => this.keeper.assertOwned()): CallOptions {
     const slotReady = this.firstSlot;
     this.firstSlot = undefined;
     // Live batches' first call reserves in the live lane; every later call of a batch (and of a lower
     // lane's batch, whose first slot was reserved before the run) is a batch under way.
     const lane = queueLaneOf(this.row.lane, this.row.state) === 'live' ? 'live' : 'under_way';
     return {
-      ...(beforeSend ? { beforeSend } : {}),
+      beforeSend,
       ...(slotReady ? { slotReady } : {}),
       lane,
+      signal: this.keeper.signal,
       observe: (call) => this.journal.record(call, this.row.classId),
     };
   }
 
-  /**
-   * Extends the lease before a call that can be repeated harmlessly (the listing, edit-class,
-   * get-class), unless a write of this run extended it a moment ago (SYNC_LEASE ≥ 3 × CLASSROOM_TIMEOUT,
-   * so two thirds of a lease ahead outlasts any one request). Skipping it is safe even for a run that
-   * lost its lease while frozen: such a call changes nothing, and the write after it is fenced.
-   * Add-class is never preceded by this: see `create`.
-   */
-  private async touch(): Promise<void> {
-    const { leaseMs } = this.deps.settings;
-    // Calls in the journal wait for the next write; they need no statement of their own.
-    if (performance.now() - this.lastWriteAt < leaseMs / 3) return;
-    const unstored = { ...this.unstored };
-    await this.write(this.row.state, (events) => mapping.touchLease(this.deps.db, this.lease, leaseMs, events, unstored));
+  /** After edit-class or get-class: what it says of the remote's lag (src/sync/lag-monitor.ts). */
+  private observeLag(error?: unknown): void {
+    this.measuringSinceAck = observeRead(this.deps.lagMonitor, this.row.createAckedAt, this.lag.now(), this.measuringSinceAck, error);
   }
 
   /** Runs a write that leads to `to`, with the journal's calls and the transition; logs and reports it. */
@@ -222,9 +226,10 @@ export class BatchRun {
   ): Promise<void> {
     const from = this.row.state;
     const events = this.journal.take(from, to, { classId: facts.classId ?? this.row.classId, error: facts.error ?? null, detail: facts.detail });
+    const sentAt = performance.now();
     const progress = await operation(events);
     if (!progress) return;
-    this.lastWriteAt = performance.now();
+    this.keeper.renewed(sentAt);
     this.moveTo({ ...this.row, ...progress });
   }
 

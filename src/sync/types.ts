@@ -5,11 +5,18 @@ import type { Logger } from '../logger.ts';
 import type { BatchKey, BatchState, Db, MappingRow } from '../mapping/index.ts';
 import type { RateLimiter } from '../ratelimit/limiter.ts';
 import type { CredentialsGuard } from './credentials.ts';
+import type { LagMonitor } from './lag-monitor.ts';
 import type { NameRules } from './matching.ts';
 
 export interface SyncSettings {
+  /** How long a lease lasts after its last renewal (a heartbeat renews it every third of that). */
   leaseMs: number;
   settleMs: number;
+  /**
+   * CLASSROOM_TIMEOUT (the longest of every account's): how long a request may wait for its answer,
+   * and how long after our client gave up on it the remote is taken to still act on it.
+   */
+  requestTimeoutMs: number;
   /** How long after a write the remote may still answer 404 for it or leave it out of the listing. */
   readLagMs: number;
   /** Pause for the whole fleet after a 429 that carried no Retry-After. */
@@ -35,6 +42,8 @@ export interface SyncDeps {
   onTransition?: ((transition: Transition) => void) | undefined;
   /** Told when the key is refused; tells a 403 about the key from one about a batch. */
   credentials?: CredentialsGuard | undefined;
+  /** The account's measured read lag: evidence for settling an unknown add-class (none: patience or a witness only). */
+  lagMonitor?: LagMonitor | undefined;
 }
 
 /** One account as a sync run uses it: the batch's institute decides which (src/accounts). */
@@ -43,6 +52,7 @@ export interface SyncAccount {
   classroom: ClassroomClient;
   limiter: RateLimiter;
   credentials: CredentialsGuard;
+  lagMonitor: LagMonitor;
 }
 
 /** What the queue's processor needs: a run's dependencies, less the account, which each batch picks. */

@@ -7,6 +7,7 @@ import { type Redis, createRedis } from '../redis.ts';
 import { within } from '../timeout.ts';
 import { fullJitterBackoff } from './backoff.ts';
 import { createCredentialsGuard } from './credentials.ts';
+import { LagMonitor } from './lag-monitor.ts';
 import type { SyncSettings, Transition } from './machine.ts';
 import type { ProcessorDeps, SyncAccount } from './types.ts';
 import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
@@ -38,6 +39,7 @@ export function syncSettings(config: Config): SyncSettings {
   return {
     leaseMs: config.sync.leaseMs,
     settleMs: config.sync.settleMs,
+    requestTimeoutMs: Math.max(...config.accounts.map((account) => account.classroom.timeoutMs)),
     readLagMs: config.sync.readLagMs,
     throttlePauseMs: config.classroom.throttlePauseMs,
     nameRules: { minCut: config.classroom.nameMinCut },
@@ -130,7 +132,7 @@ function syncAccounts(runtime: Runtime, pools: () => Worker<SyncJobData, SyncRes
       account: named ? account.name : undefined,
       onChange,
     });
-    all.push({ name: account.name, classroom: remote.classroom, limiter: remote.limiter, credentials });
+    all.push({ name: account.name, classroom: remote.classroom, limiter: remote.limiter, credentials, lagMonitor: new LagMonitor() });
   }
   const byName = new Map(all.map((account) => [account.name, account]));
   const forInstitute = (instituteId: string) => {
@@ -151,12 +153,14 @@ function createBullWorker(
     connection: pool.connection,
     prefix: config.queuePrefix,
     concurrency: pool.concurrency,
-    // A SIGKILLed worker's jobs come back after the stall check; the Postgres lease keeps the
-    // re-run from racing a run that is still alive, so a generous stall count is safe.
-    maxStalledCount: 10,
-    // How soon a dead process's jobs are noticed and handed to a live one.
+    // A SIGKILLed worker's jobs come back after the stall check; the PostgreSQL lease keeps the
+    // re-run from racing a run that is still alive, so stalls are never counted against a job.
+    maxStalledCount: 1_000,
+    // How soon a dead process's jobs are noticed and handed to a live one: the lock runs out within
+    // SYNC_JOB_LOCK of its last renewal and the next stall check (every half of it) moves them back,
+    // about when the batch's lease (SYNC_LEASE, renewed by the run's heartbeat) runs out too.
     lockDuration: config.sync.jobLockMs,
-    stalledInterval: config.sync.jobLockMs,
+    stalledInterval: Math.max(500, Math.round(config.sync.jobLockMs / 2)),
     settings: {
       backoffStrategy: (attemptsMade: number, type?: string) =>
         type === BACKOFF_STRATEGY ? fullJitterBackoff(attemptsMade, config.sync.backoffBaseMs, config.sync.backoffMaxMs) : 1_000,

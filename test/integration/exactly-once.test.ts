@@ -146,7 +146,7 @@ describe('one runner per batch', () => {
     const key = { instituteId: h.config.classroom.instituteId, batchId: `claimed-${order}` };
     const db = h.runtime.database.db;
     await mapping.recordReceived(db, [{ event: { ...key, name, subject: 'Chemistry', extra: {} }, className: name }]);
-    const acquired = await mapping.acquireLease(db, key, 'runner-now', 30_000, 1);
+    const acquired = await mapping.acquireLease(db, key, 'runner-now', 30_000, 1, 10_000);
     if (acquired.status !== 'acquired') throw new Error(`lease not granted: ${acquired.status}`);
     const { lease } = acquired;
     await mapping.markCreating(db, lease, 30_000, []);

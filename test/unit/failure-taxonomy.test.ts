@@ -24,6 +24,7 @@ describe('queueAction', () => {
       busy: 'delay',
       not_visible_yet: 'delay',
       lease_lost: 'delay',
+      database_unavailable: 'delay',
       rejected: 'fail',
       class_unknown: 'fail',
       ambiguous_create: 'fail',
@@ -62,18 +63,36 @@ describe('failureOf', () => {
   });
 
   it('a failed statement is a database failure, and its message never carries the parameters (a join link)', () => {
+    const cause = Object.assign(new Error('value too long for type character varying(10)'), { code: '22001', severity: 'ERROR' });
+    const wrapped = new DrizzleQueryError('update batch_classes set join_link = $1', [LINK], cause);
+    const failure = failureOf(wrapped);
+    expect(failure).toMatchObject({ kind: 'database', reason: 'pg_22001' });
+    expect(queueAction(failure.kind)).toBe('retry');
+    expect(failure.message).toBe('PostgreSQL: value too long for type character varying(10)');
+    expect(JSON.stringify(serializeError(wrapped))).not.toContain(LINK);
+    expect(JSON.stringify(serializeError(wrapped))).toContain('value too long');
+  });
+
+  it('a server that ends the session (a restart) makes the database unavailable: a short delay, no attempt, no parameters in the message', () => {
     const cause = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' });
     const wrapped = new DrizzleQueryError('update batch_classes set join_link = $1', [LINK], cause);
     const failure = failureOf(wrapped);
-    expect(failure).toMatchObject({ kind: 'database', reason: 'pg_57P01' });
-    expect(failure.message).toBe('PostgreSQL: terminating connection due to administrator command');
+    expect(failure).toMatchObject({ kind: 'database_unavailable', reason: 'pg_57P01' });
+    expect(queueAction(failure.kind)).toBe('delay');
+    expect(failure.delayMs).toBeGreaterThanOrEqual(1_000);
+    expect(failure.delayMs).toBeLessThanOrEqual(2_000);
+    expect(failure.message).toBe('PostgreSQL unavailable: terminating connection due to administrator command');
     expect(JSON.stringify(serializeError(wrapped))).not.toContain(LINK);
     expect(JSON.stringify(serializeError(wrapped))).toContain('administrator command');
   });
 
   it('a dropped connection without a code is still a database failure when drizzle wrapped it', () => {
     const wrapped = new DrizzleQueryError('select 1', [], new Error('Connection terminated unexpectedly'));
-    expect(failureOf(wrapped)).toMatchObject({ kind: 'database', reason: 'pg_unavailable', message: 'PostgreSQL: Connection terminated unexpectedly' });
+    expect(failureOf(wrapped)).toMatchObject({
+      kind: 'database_unavailable',
+      reason: 'pg_unavailable',
+      message: 'PostgreSQL unavailable: Connection terminated unexpectedly',
+    });
   });
 
   it('anything else is internal, named by its type', () => {

@@ -67,6 +67,14 @@ export const batchClasses = pgTable(
     leaseExpiresAt: ts('lease_expires_at'),
     receivedAt: ts('received_at').notNull().defaultNow(),
     createSentAt: ts('create_sent_at'),
+    /**
+     * No add-class of this batch's last `creating` can still be in flight after this instant (the
+     * database's clock): when its run saw the outcome unknown, or, for a run that died holding the
+     * lease, that lease's end plus the request timeout. Null while a run holds a creating batch.
+     */
+    createEndedAt: ts('create_ended_at'),
+    /** When an add-class of this batch was answered with its ClassID (null for an adopted class). */
+    createAckedAt: ts('create_acked_at'),
     classCreatedAt: ts('class_created_at'),
     linkEnabledAt: ts('link_enabled_at'),
     syncedAt: ts('synced_at'),
@@ -82,6 +90,7 @@ export const batchClasses = pgTable(
     uniqueIndex('batch_classes_class_id_key').on(t.classId).where(sql`${t.classId} is not null`),
     index('batch_classes_state_updated_idx').on(t.state, t.updatedAt),
     index('batch_classes_institute_class_name_idx').on(t.instituteId, t.className),
+    index('batch_classes_institute_acked_idx').on(t.instituteId, t.createAckedAt).where(sql`${t.createAckedAt} is not null`),
   ],
 );
 

@@ -1,0 +1,101 @@
+// A run's lease, kept alive while the run is: a heartbeat renews it every third of SYNC_LEASE, so
+// a process that dies (SIGKILL, OOM, a lost node) lets its batches go within SYNC_LEASE of its last
+// renewal, however long a remote call takes. A process that was frozen (SIGSTOP, a long GC pause, a
+// VM stall) and wakes after its lease ran out must not act as the owner: its writes are fenced by
+// the epoch (src/mapping), every remote call checks the lease's local deadline right before it
+// leaves (`assertOwned`), and the first renewal that fails stops the run at once (`signal` aborts
+// the call in flight).
+import type { Logger } from '../logger.ts';
+import { LeaseLostError } from '../mapping/index.ts';
+import { failureOf } from './errors.ts';
+
+export interface LeaseKeeperOptions {
+  leaseMs: number;
+  batchId: string;
+  /** Renews the lease (a fenced write that extends it); throws when it cannot. */
+  renew: () => Promise<unknown>;
+  logger: Logger;
+  /** `performance.now()` when the statement that granted the lease was sent. */
+  grantedAt: number;
+}
+
+/**
+ * How much earlier than the database's expiry the local deadline falls: a check passed just before
+ * it still leaves time for the request to reach the socket.
+ */
+const guardOf = (leaseMs: number) => Math.min(250, leaseMs / 10);
+
+export class LeaseKeeper {
+  private deadline: number;
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private lostWith: Error | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: LeaseKeeperOptions) {
+    this.deadline = options.grantedAt + options.leaseMs - guardOf(options.leaseMs);
+    this.schedule();
+  }
+
+  /** Aborted when the lease is lost (or cannot be renewed): calls in flight stop at once. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Why the run must stop, once a renewal failed; undefined while the lease holds. */
+  get lost(): Error | undefined {
+    return this.lostWith;
+  }
+
+  /** A write sent at `sentAt` (`performance.now()`) extended the lease by SYNC_LEASE. */
+  renewed(sentAt: number): void {
+    this.deadline = Math.max(this.deadline, sentAt + this.options.leaseMs - guardOf(this.options.leaseMs));
+  }
+
+  /** Throws unless this run still owns the lease by its own clock: call it right before a request leaves. */
+  assertOwned(): void {
+    if (this.lostWith) throw this.lostWith;
+    if (performance.now() >= this.deadline) this.lose(new LeaseLostError(this.options.batchId));
+    if (this.lostWith) throw this.lostWith;
+  }
+
+  /** The run is over: no more renewals. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.beat(), this.options.leaseMs / 3);
+    this.timer.unref();
+  }
+
+  private async beat(): Promise<void> {
+    if (this.stopped || this.lostWith) return;
+    const sentAt = performance.now();
+    // A process that was frozen past its deadline wakes here first: it stops, whatever the renewal says.
+    if (sentAt >= this.deadline) return this.lose(new LeaseLostError(this.options.batchId));
+    try {
+      await this.options.renew();
+      this.renewed(sentAt);
+    } catch (error) {
+      if (this.stopped) return;
+      // Classified, not the raw error: a failed statement's message lists its parameters.
+      const { kind, reason, message } = failureOf(error);
+      this.options.logger.warn(
+        { failure: { kind, reason, message } },
+        'could not renew the lease: stopping this run; the batch runs again once the lease is free',
+      );
+      return this.lose(error instanceof Error ? error : new Error(String(error)));
+    }
+    this.schedule();
+  }
+
+  private lose(error: Error): void {
+    if (this.lostWith) return;
+    this.lostWith = error;
+    this.stop();
+    this.controller.abort(error);
+  }
+}
