@@ -8,7 +8,8 @@
 //   stopped waiting by `endedAt`, and a remote finishes (or drops) a request within one more
 //   CLASSROOM_TIMEOUT of that;
 // - measured_lag: the remote's read lag, measured from our own acknowledged writes (LagMonitor), is
-//   far below the time that has passed since then;
+//   far below the time that has passed since then, and a listing read in the window was seen that
+//   fresh too (a listing may lag more than get-class does);
 // - witness: the listing shows a class whose add-class was sent well after then, and leaves out no
 //   acknowledged class older than the margin (so it is not a listing that lags as a whole);
 // - patience: READ_LAG_PATIENCE × SYNC_READ_LAG have passed since the add-class was sent.
@@ -53,23 +54,41 @@ export interface SettleInput {
   measured: LagEstimate | undefined;
 }
 
+type ListingView = Pick<SettleInput, 'readAt' | 'listed' | 'acks'>;
+
 /** How long the listing just read lags at least: the oldest acknowledged class it leaves out. */
-export function listingLagsAtLeast(input: Pick<SettleInput, 'readAt' | 'listed' | 'acks'>): number {
+export function listingLagsAtLeast(input: ListingView): number {
   let lagMs = 0;
   for (const ack of input.acks) if (!input.listed.has(ack.classId)) lagMs = Math.max(lagMs, input.readAt - ack.ackedAt.getTime());
   return lagMs;
+}
+
+/** How fresh the listing just read is at least: the time since the add-class of the newest class it shows was sent. */
+export function listingFreshWithin(input: ListingView): number | undefined {
+  let freshMs: number | undefined;
+  for (const ack of input.acks) {
+    if (input.listed.has(ack.classId)) freshMs = Math.min(freshMs ?? Number.POSITIVE_INFINITY, input.readAt - ack.sentAt.getTime());
+  }
+  return freshMs;
+}
+
+/** The lag bound measured samples allow (LAG_FACTOR × the largest + slack), or undefined while they are too few. */
+export function measuredBound(measured: LagEstimate | undefined, staleMs = 0): number | undefined {
+  if (!measured || measured.samples < MIN_LAG_SAMPLES) return undefined;
+  return LAG_FACTOR * Math.max(measured.maxMs, staleMs) + LAG_SLACK_MS;
 }
 
 export function settleNotListed(input: SettleInput): Settled {
   const { readAt, sentAt, endedAt, lateMs, readLagMs, measured } = input;
   const patienceAt = sentAt + READ_LAG_PATIENCE * readLagMs;
   const staleMs = listingLagsAtLeast(input);
-  const enough = measured !== undefined && measured.samples >= MIN_LAG_SAMPLES;
-  const lagBoundMs = enough ? LAG_FACTOR * Math.max(measured.maxMs, staleMs) + LAG_SLACK_MS : undefined;
+  const lagBoundMs = measuredBound(measured, staleMs);
+  // Read samples say how soon get-class shows a write; a listing must have been seen that fresh too.
+  const listingConfirmed = lagBoundMs !== undefined && measured?.listingFreshMs !== undefined && measured.listingFreshMs <= lagBoundMs;
   let evidenceAt = patienceAt;
   if (endedAt !== undefined) {
     const doneBy = endedAt + lateMs;
-    if (lagBoundMs !== undefined) {
+    if (lagBoundMs !== undefined && listingConfirmed) {
       if (readAt >= doneBy + lagBoundMs) {
         return { believed: true, evidence: { by: 'measured_lag', lagBoundMs, samples: measured?.samples ?? 0, sinceEndMs: readAt - endedAt } };
       }
@@ -90,16 +109,24 @@ export function settleNotListed(input: SettleInput): Settled {
 }
 
 /**
- * The listing read at `readAt` (the database's clock) shows no class `row`'s add-class could have
- * made: whether that may be believed yet, with the institute's acknowledged creates and the
- * account's measured lag as evidence. Classes the listing leaves out are lag samples too.
+ * What a listing read at `readAt` (the database's clock) says of the remote's lag, recorded in the
+ * account's monitor: the institute's acknowledged creates it leaves out are lag samples, and the
+ * newest one it shows says how fresh it is. Returns those creates (the evidence `settleNotListed` weighs).
  */
-export async function settleFromListing(deps: SyncDeps, row: MappingRow, readAt: number, listed: ReadonlySet<string>): Promise<Settled> {
-  if (!row.createSentAt) return { believed: true, evidence: { by: 'patience', sinceSentMs: 0 } };
-  const acks = await mapping.acknowledgedCreates(deps.db, row.instituteId, LAG_WINDOW_MS);
+export async function observeListing(deps: SyncDeps, instituteId: string, readAt: number, listed: ReadonlySet<string>): Promise<AcknowledgedCreate[]> {
+  const acks = await mapping.acknowledgedCreates(deps.db, instituteId, LAG_WINDOW_MS);
   const monitor = deps.lagMonitor;
+  if (!monitor) return acks;
   const staleMs = listingLagsAtLeast({ readAt, listed, acks });
-  if (staleMs > 0) monitor?.record(staleMs);
+  if (staleMs > 0) monitor.record(staleMs, 'listing');
+  const freshMs = listingFreshWithin({ readAt, listed, acks });
+  if (freshMs !== undefined) monitor.record(freshMs, 'listing_fresh');
+  return acks;
+}
+
+/** `settleNotListed` for `row`, whose listing was read at `readAt` with `acks` (from `observeListing`). */
+export function settleRow(deps: SyncDeps, row: MappingRow, readAt: number, listed: ReadonlySet<string>, acks: readonly AcknowledgedCreate[]): Settled {
+  if (!row.createSentAt) return { believed: true, evidence: { by: 'patience', sinceSentMs: 0 } };
   return settleNotListed({
     readAt,
     sentAt: row.createSentAt.getTime(),
@@ -108,6 +135,6 @@ export async function settleFromListing(deps: SyncDeps, row: MappingRow, readAt:
     readLagMs: deps.settings.readLagMs,
     listed,
     acks,
-    measured: monitor?.estimate(),
+    measured: deps.lagMonitor?.estimate(),
   });
 }

@@ -15,7 +15,7 @@ import type { LeaseKeeper } from './lease-keeper.ts';
 import { ReadLag } from './read-lag.ts';
 import type { SyncDeps } from './types.ts';
 import { type ListingRead, resolveUnknownCreate } from './resolve.ts';
-import { settleFromListing } from './settle.ts';
+import { observeListing, settleRow } from './settle.ts';
 
 export class BatchRun {
   readonly log: Logger;
@@ -128,7 +128,8 @@ export class BatchRun {
     }
     const { resolution } = read;
     // "Not listed" is believed only on evidence that the listing would show the class (settle.ts).
-    const settled = resolution.decision === 'create' ? await settleFromListing(this.deps, row, readAt, read.listed) : undefined;
+    const acks = resolution.decision === 'create' || this.deps.lagMonitor ? await observeListing(this.deps, row.instituteId, readAt, read.listed) : [];
+    const settled = resolution.decision === 'create' ? settleRow(this.deps, row, readAt, read.listed, acks) : undefined;
     if (settled && !settled.believed) throw this.lag.listingLag(row.createSentAt ?? new Date(readAt), settled.retryInMs);
     const settledBy = settled?.believed ? settled.evidence : undefined;
     this.log.info({ decision: resolution.decision, settledBy: settledBy?.by }, 'resolved an add-class of unknown outcome by reading the listing');

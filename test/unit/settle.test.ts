@@ -24,7 +24,12 @@ function input(over: Partial<SettleInput> = {}): SettleInput {
 }
 
 const ack = (classId: string, sentAt: number, ackedAt = sentAt + 50) => ({ classId, sentAt: new Date(sentAt), ackedAt: new Date(ackedAt) });
-const measured = (maxMs: number, samples = MIN_LAG_SAMPLES) => ({ maxMs, samples });
+/** `listingFreshMs` null: no listing showed a class of ours in the window. */
+const measured = (maxMs: number, samples = MIN_LAG_SAMPLES, listingFreshMs: number | null = 0) => ({
+  maxMs,
+  samples,
+  listingFreshMs: listingFreshMs ?? undefined,
+});
 
 describe('settleNotListed', () => {
   it('without evidence, believes "not listed" only once 10 × SYNC_READ_LAG have passed since the add-class', () => {
@@ -43,6 +48,13 @@ describe('settleNotListed', () => {
   it('too few lag samples are no evidence: a rare long lag may not be among them', () => {
     const settled = settleNotListed(input({ readAt: T0 + 100_000, measured: measured(10, MIN_LAG_SAMPLES - 1) }));
     expect(settled.believed).toBe(false);
+  });
+
+  it('read samples alone are no evidence: a listing must have been seen as fresh as the reads', () => {
+    expect(settleNotListed(input({ readAt: T0 + 100_000, measured: measured(10, MIN_LAG_SAMPLES, null) })).believed).toBe(false);
+    const bound = LAG_FACTOR * 10 + LAG_SLACK_MS;
+    expect(settleNotListed(input({ readAt: T0 + 100_000, measured: measured(10, MIN_LAG_SAMPLES, bound + 1) })).believed).toBe(false);
+    expect(settleNotListed(input({ readAt: T0 + 100_000, measured: measured(10, MIN_LAG_SAMPLES, bound) })).believed).toBe(true);
   });
 
   it('an unknown end (a legacy row) leaves only the patience, whatever was measured', () => {
@@ -90,10 +102,14 @@ describe('LagMonitor', () => {
     monitor.record(900);
     now = 1_000;
     monitor.record(100);
-    expect(monitor.estimate()).toEqual({ maxMs: 900, samples: 2 });
+    monitor.record(5_000, 'listing_fresh');
+    monitor.record(50, 'listing_fresh');
+    monitor.record(300, 'listing');
+    // A listing's freshness is no lag sample: its smallest says how fresh a listing was seen.
+    expect(monitor.estimate()).toEqual({ maxMs: 900, samples: 2, listingFreshMs: 50 });
     now = LAG_WINDOW_MS + 500;
-    expect(monitor.estimate()).toEqual({ maxMs: 100, samples: 1 });
+    expect(monitor.estimate()).toEqual({ maxMs: 300, samples: 1, listingFreshMs: 50 });
     now = 2 * LAG_WINDOW_MS;
-    expect(monitor.estimate()).toEqual({ maxMs: 0, samples: 0 });
+    expect(monitor.estimate()).toEqual({ maxMs: 0, samples: 0, listingFreshMs: undefined });
   });
 });
