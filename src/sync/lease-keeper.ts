@@ -27,6 +27,8 @@ const guardOf = (leaseMs: number) => Math.min(250, leaseMs / 10);
 
 export class LeaseKeeper {
   private deadline: number;
+  /** When the last renewal that worked (or the grant, or a write of the run) was sent. */
+  private renewedAt: number;
   private readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private lostWith: Error | undefined;
@@ -34,6 +36,7 @@ export class LeaseKeeper {
 
   constructor(private readonly options: LeaseKeeperOptions) {
     this.deadline = options.grantedAt + options.leaseMs - guardOf(options.leaseMs);
+    this.renewedAt = options.grantedAt;
     this.schedule();
   }
 
@@ -49,6 +52,7 @@ export class LeaseKeeper {
 
   /** A write sent at `sentAt` (`performance.now()`) extended the lease by SYNC_LEASE. */
   renewed(sentAt: number): void {
+    this.renewedAt = Math.max(this.renewedAt, sentAt);
     this.deadline = Math.max(this.deadline, sentAt + this.options.leaseMs - guardOf(this.options.leaseMs));
   }
 
@@ -65,9 +69,11 @@ export class LeaseKeeper {
     if (this.timer) clearTimeout(this.timer);
   }
 
+  /** The next beat: a third of SYNC_LEASE after the last renewal (a write of the run counts as one). */
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.beat(), this.options.leaseMs / 3);
+    const inMs = Math.max(0, this.renewedAt + this.options.leaseMs / 3 - performance.now());
+    this.timer = setTimeout(() => void this.beat(), inMs);
     this.timer.unref();
   }
 
@@ -76,6 +82,8 @@ export class LeaseKeeper {
     const sentAt = performance.now();
     // A process that was frozen past its deadline wakes here first: it stops, whatever the renewal says.
     if (sentAt >= this.deadline) return this.lose(new LeaseLostError(this.options.batchId));
+    // A write of the run renewed it meanwhile: no statement needed yet.
+    if (sentAt < this.renewedAt + this.options.leaseMs / 3) return this.schedule();
     try {
       await this.options.renew();
       this.renewed(sentAt);
