@@ -296,6 +296,11 @@ export class WorkerProcess {
   stderrTail = '';
   /** True once the suite itself killed or stopped it; any other exit is a crash. */
   stoppedByUs = false;
+  /** True once it logged 'worker started': past its migrations, syncing. */
+  started = false;
+  /** When it exited (epoch ms), once it has. */
+  exitedAt: number | undefined;
+  private killed = false;
   readonly exited: Promise<number | null>;
 
   constructor(env: Record<string, string>, onLine: (line: WorkerLine) => void) {
@@ -306,7 +311,9 @@ export class WorkerProcess {
         const text = this.buffer.slice(0, nl);
         this.buffer = this.buffer.slice(nl + 1);
         try {
-          onLine(JSON.parse(text) as WorkerLine);
+          const line = JSON.parse(text) as WorkerLine;
+          if (line.msg === 'worker started') this.started = true;
+          onLine(line);
         } catch {
           // not a log line
         }
@@ -315,20 +322,34 @@ export class WorkerProcess {
     this.child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
       this.stderrTail = (this.stderrTail + chunk).slice(-2_000);
     });
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code) => {
+        this.exitedAt = Date.now();
+        resolve(code);
+      }),
+    );
   }
 
+  /**
+   * Running and not SIGKILLed by the suite. A killed process is not alive from the kill on, before its
+   * exit is seen: else a respawn right after a kill would count the dying and start no one.
+   */
   get alive(): boolean {
+    return !this.killed && this.running;
+  }
+
+  private get running(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
   kill9(): void {
     this.stoppedByUs = true;
-    if (this.alive) this.child.kill('SIGKILL');
+    this.killed = true;
+    if (this.running) this.child.kill('SIGKILL');
   }
 
   async stop(timeoutMs = 15_000): Promise<number | null> {
-    if (!this.alive) return this.child.exitCode;
+    if (!this.running) return this.child.exitCode;
     this.stoppedByUs = true;
     this.child.kill('SIGTERM');
     const timer = setTimeout(() => this.kill9(), timeoutMs);
