@@ -1,7 +1,11 @@
 // The fault suite: several worker processes sync N batches while the sandbox injects a seeded mix
-// of faults, workers are SIGKILLed (some right after an add-class is sent), Redis restarts empty
-// and Postgres drops every connection. Afterwards the sandbox's ground truth must show exactly one
-// class per batch and every join link stored.
+// of faults, workers are SIGKILLed (some right after an add-class is sent), Redis restarts empty,
+// Postgres drops every connection, and Postgres restarts (down for a moment: every connection dies,
+// new ones are refused). Afterwards the sandbox's ground truth must show exactly one class per batch
+// and every join link stored.
+//
+// The run has a PostgreSQL server and a Redis of its own (processes.ts): restarting them must not
+// touch the machine's shared servers, which other tests use.
 //
 // A third of the batches are published as history (the backfill lane, with its own queue and
 // workers), so lanes are in use throughout.
@@ -25,8 +29,8 @@ import { createRuntime } from '../../src/runtime.ts';
 import { mixedFaultRates, sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 import { mulberry32 } from '../../src/sandbox/random.ts';
 import { instituteOf, writeAccountsFile } from '../helpers/accounts.ts';
-import { PG_SERVER, dropDatabase, publishDepsOf } from '../helpers/harness.ts';
-import { PrivateRedis, WorkerProcess, type WorkerLine, freePort } from './processes.ts';
+import { publishDepsOf } from '../helpers/harness.ts';
+import { PrivatePostgres, PrivateRedis, WorkerProcess, type WorkerLine, freePort } from './processes.ts';
 
 export interface ChaosOptions {
   n: number;
@@ -69,6 +73,18 @@ export interface ChaosReport {
   crashes: { count: number; samples: string[] };
   redisRestarts: number;
   postgresConnectionsCut: number;
+  /** Times the (private) PostgreSQL server was stopped and started again mid-run. */
+  postgresRestarts: number;
+  /**
+   * From the server accepting connections again to the first batch state change recorded after it,
+   * both in the database's clock (null when no batch changed state after the restart).
+   */
+  postgresBackAfterRestartMs: number | null;
+  /**
+   * Workers that were still starting when PostgreSQL went down and exited saying they cannot reach
+   * it, as they should (not crashes: the suite, their supervisor, starts others).
+   */
+  workersRefusedAtStart: number;
   timeToSyncedMs: { p50: number; p95: number; max: number };
   wallMs: number;
 }
@@ -78,10 +94,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const random = mulberry32(options.seed);
   const id = randomBytes(4).toString('hex');
   const databaseName = `classroom_sync_chaos_${id}`;
+  const postgres = new PrivatePostgres(await freePort());
   const redis = new PrivateRedis(await freePort());
-  await redis.start();
   const env: Record<string, string> = {
-    DATABASE_URL: `${PG_SERVER}/${databaseName}`,
+    DATABASE_URL: `${postgres.url}/${databaseName}`,
     REDIS_URL: redis.url,
     QUEUE_PREFIX: `chaos-${id}`,
     NODE_ENV: 'production',
@@ -111,128 +127,191 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   };
   const accounts = options.accounts > 1 ? chaosAccounts(options.accounts) : undefined;
   if (accounts) env.CLASSROOM_ACCOUNTS_FILE = accounts.file.path;
-  const sandbox = await startSandbox({
-    ...sandboxOptionsFromConfig(loadConfig(env)),
-    seed: options.seed,
-    faults: {
-      rates: mixedFaultRates(options.faultRate),
-      latencyMs: 10,
-      latencyJitterMs: 50,
-      listingDelayMs: 100,
-      hangMs: 3_000,
-      retryAfterSeconds: 0,
-      ...(options.live ? LIVE_BEHAVIOURS : {}),
-    },
-  });
-  env.CLASSROOM_BASE_URL = sandbox.url;
-  const config = loadConfig(env);
-  await runMigrations(config.databaseUrl);
-  const runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
-
-  const lines: WorkerLine[] = [];
+  let sandbox: Awaited<ReturnType<typeof startSandbox>> | undefined;
+  let runtime: ReturnType<typeof createRuntime> | undefined;
   const workers: WorkerProcess[] = [];
+  // Whatever fails, the workers, the servers, the sandbox and the accounts file go. A failed run
+  // reports its own error; a cleanup that fails is printed, and fails a run that did not.
+  let report: ChaosReport;
+  const cleanupErrors: unknown[] = [];
+  try {
+    await postgres.start();
+    await redis.start();
+    sandbox = await startSandbox({
+      ...sandboxOptionsFromConfig(loadConfig(env)),
+      seed: options.seed,
+      faults: {
+        rates: mixedFaultRates(options.faultRate),
+        latencyMs: 10,
+        latencyJitterMs: 50,
+        listingDelayMs: 100,
+        hangMs: 3_000,
+        retryAfterSeconds: 0,
+        ...(options.live ? LIVE_BEHAVIOURS : {}),
+      },
+    });
+    env.CLASSROOM_BASE_URL = sandbox.url;
+    const config = loadConfig(env);
+    // Creates the database on the private server, then its tables.
+    await runMigrations(config.databaseUrl);
+    runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
+    report = await chaosRun({ options, random, env, postgres, redis, sandbox, runtime, workers, accounts, databaseName, started });
+  } finally {
+    const attempt = async (step: () => Promise<unknown> | unknown) => {
+      try {
+        await step();
+      } catch (error) {
+        cleanupErrors.push(error);
+        console.error(`fault suite cleanup failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    };
+    for (const w of workers) w.kill9();
+    await attempt(() => runtime?.close());
+    await attempt(() => sandbox?.close());
+    await attempt(() => redis.kill());
+    // Removes the database with the server: nothing of the run is left on the machine's shared one.
+    await attempt(() => postgres.destroy());
+    await attempt(() => accounts?.file.remove());
+  }
+  if (cleanupErrors.length) throw cleanupErrors[0];
+  return report;
+}
+
+interface RunInput {
+  options: ChaosOptions;
+  random: () => number;
+  env: Record<string, string>;
+  postgres: PrivatePostgres;
+  redis: PrivateRedis;
+  sandbox: Awaited<ReturnType<typeof startSandbox>>;
+  runtime: ReturnType<typeof createRuntime>;
+  /** Filled as workers are spawned, so the caller can kill every one of them, whatever happens. */
+  workers: WorkerProcess[];
+  accounts: ReturnType<typeof chaosAccounts> | undefined;
+  databaseName: string;
+  started: number;
+}
+
+/** The run itself, on servers and a sandbox that `runChaos` started and will remove. */
+async function chaosRun(input: RunInput): Promise<ChaosReport> {
+  const { options, random, env, postgres, redis, sandbox, runtime, workers, accounts, databaseName } = input;
+  const lines: WorkerLine[] = [];
   const spawnWorker = () => workers.push(new WorkerProcess(env, (line) => lines.push(line)));
   for (let i = 0; i < options.workers; i++) spawnWorker();
   const alive = () => workers.filter((w) => w.alive);
   const kills = { single: 0, fleetAfterAddClass: 0, processesKilled: 0 };
   let redisRestarts = 0;
   let postgresConnectionsCut = 0;
+  let postgresRestarts = 0;
+  /** When the suite had PostgreSQL down (epoch ms). */
+  const postgresDown: { from: number; to: number }[] = [];
+  /** `now()` on the server right after the restart, as text (microseconds kept). */
+  let postgresBackAt: string | undefined;
   let keyWindows = 0;
   const respawn = () => {
     while (alive().length < options.workers) spawnWorker();
   };
 
-  try {
-    const events = Array.from({ length: options.n }, (_, i) => ({
-      batchId: `chaos-${i}`,
-      name: batchName(i, options.live),
-      subject: 'Physics',
-      ...(accounts ? { instituteId: instituteOf(accounts.names[i % accounts.names.length]!) } : {}),
-    }));
-    // Lanes in use: every third batch is history (the backfill lane, its own queue and workers).
-    const deps = publishDepsOf(runtime);
-    const outcomes = [
-      ...(await publishBatches(
-        deps,
-        events.filter((_, i) => i % 3 !== 2),
-      )),
-      ...(await publishBatches(
-        deps,
-        events.filter((_, i) => i % 3 === 2),
-        { lane: 'backfill' },
-      )),
-    ];
-    if (!outcomes.every((o) => o.ok)) throw new Error('the suite published an invalid event');
-    // Each disruption waits for its share of progress, so every one meets work in flight.
-    for (const action of chaosPlan(options, random)) {
-      await waitForProgress(runtime, Math.floor(action.progress * options.n), respawn, () => stallDiagnosis(sandbox, lines));
-      await sleep(action.delayMs);
-      if (action.kind === 'single') {
-        const victims = alive();
-        const victim = victims[Math.floor(random() * victims.length)];
-        if (victim) {
-          victim.kill9();
-          kills.single += 1;
-          kills.processesKilled += 1;
-        }
-        respawn();
-      } else if (action.kind === 'fleet') {
-        // Kill every worker the moment the next add-class reaches the remote: the class is
-        // stored, the response has nobody to go to.
-        kills.processesKilled += await killFleetOnNextAddClass(sandbox, alive);
-        kills.fleetAfterAddClass += 1;
-        respawn();
-      } else if (action.kind === 'key') {
-        // Starts as the fleet makes its next call, so it meets work in flight; it ends by itself,
-        // and the workers must notice and resume without anyone's help.
-        await nextRequest(sandbox);
-        // With accounts, the first window refuses one account's key only: the others keep syncing.
-        const only = accounts && keyWindows % 2 === 0 ? { accounts: [accounts.names[0]!] } : {};
-        sandbox.faults.set({ ...sandbox.faults.config, refuseKey: { status: keyWindows % 2 === 0 ? 401 : 403, forMs: 6_000, ...only } });
-        keyWindows += 1;
-      } else if (action.kind === 'redis') {
-        await redis.restartEmpty();
-        redisRestarts += 1;
-      } else {
-        postgresConnectionsCut += await cutPostgres(databaseName);
-        await sleep(300);
-        postgresConnectionsCut += await cutPostgres(databaseName);
+  const events = Array.from({ length: options.n }, (_, i) => ({
+    batchId: `chaos-${i}`,
+    name: batchName(i, options.live),
+    subject: 'Physics',
+    ...(accounts ? { instituteId: instituteOf(accounts.names[i % accounts.names.length]!) } : {}),
+  }));
+  // Lanes in use: every third batch is history (the backfill lane, its own queue and workers).
+  const deps = publishDepsOf(runtime);
+  const outcomes = [
+    ...(await publishBatches(
+      deps,
+      events.filter((_, i) => i % 3 !== 2),
+    )),
+    ...(await publishBatches(
+      deps,
+      events.filter((_, i) => i % 3 === 2),
+      { lane: 'backfill' },
+    )),
+  ];
+  if (!outcomes.every((o) => o.ok)) throw new Error('the suite published an invalid event');
+  // Each disruption waits for its share of progress, so every one meets work in flight.
+  for (const action of chaosPlan(options, random)) {
+    await waitForProgress(runtime, Math.floor(action.progress * options.n), respawn, () => stallDiagnosis(sandbox, lines));
+    await sleep(action.delayMs);
+    if (action.kind === 'single') {
+      const victims = alive();
+      const victim = victims[Math.floor(random() * victims.length)];
+      if (victim) {
+        victim.kill9();
+        kills.single += 1;
+        kills.processesKilled += 1;
       }
-    }
-    // Heal: no more faults; wait for every batch to come to rest.
-    sandbox.faults.clear();
-    respawn();
-    const deadline = Date.now() + options.timeoutMs;
-    for (;;) {
-      const rows = await runtime.database.db.select({ state: batchClasses.state }).from(batchClasses);
-      if (rows.length === options.n && rows.every((r) => r.state === 'synced' || r.state === 'needs_review' || r.state === 'failed')) break;
-      if (Date.now() > deadline) break;
       respawn();
-      await sleep(200);
+    } else if (action.kind === 'fleet') {
+      // Kill every worker the moment the next add-class reaches the remote: the class is
+      // stored, the response has nobody to go to.
+      kills.processesKilled += await killFleetOnNextAddClass(sandbox, alive);
+      kills.fleetAfterAddClass += 1;
+      respawn();
+    } else if (action.kind === 'key') {
+      // Starts as the fleet makes its next call, so it meets work in flight; it ends by itself,
+      // and the workers must notice and resume without anyone's help.
+      await nextRequest(sandbox);
+      // With accounts, the first window refuses one account's key only: the others keep syncing.
+      const only = accounts && keyWindows % 2 === 0 ? { accounts: [accounts.names[0]!] } : {};
+      sandbox.faults.set({ ...sandbox.faults.config, refuseKey: { status: keyWindows % 2 === 0 ? 401 : 403, forMs: 6_000, ...only } });
+      keyWindows += 1;
+    } else if (action.kind === 'redis') {
+      await redis.restartEmpty();
+      redisRestarts += 1;
+    } else if (action.kind === 'postgres_restart') {
+      // Fast shutdown (every session ends, the statements in flight fail), refused connections
+      // while it is down, then the same data on the same port. The workers are left alone.
+      const from = Date.now();
+      await postgres.restart(POSTGRES_DOWN_MS);
+      postgresDown.push({ from, to: Date.now() });
+      postgresBackAt = await serverNow(env.DATABASE_URL!);
+      postgresRestarts += 1;
+    } else {
+      postgresConnectionsCut += await cutPostgres(postgres.url, databaseName);
+      await sleep(300);
+      postgresConnectionsCut += await cutPostgres(postgres.url, databaseName);
     }
-    await Promise.all(workers.map((w) => w.stop()));
-    const crashed = workers.filter((w) => !w.stoppedByUs);
-    const crashes = { count: crashed.length, samples: crashed.slice(0, 3).map((w) => w.stderrTail) };
-    return await buildReport({
-      crashes,
-      options,
-      runtime,
-      sandbox,
-      lines,
-      kills,
-      redisRestarts,
-      postgresConnectionsCut,
-      keyWindows,
-      started,
-    });
-  } finally {
-    for (const w of workers) w.kill9();
-    await runtime.close();
-    await sandbox.close();
-    await redis.kill();
-    await dropDatabase(databaseName);
-    accounts?.file.remove();
   }
+  // Heal: no more faults; wait for every batch to come to rest.
+  sandbox.faults.clear();
+  respawn();
+  const deadline = Date.now() + options.timeoutMs;
+  for (;;) {
+    const rows = await runtime.database.db.select({ state: batchClasses.state }).from(batchClasses);
+    if (rows.length === options.n && rows.every((r) => r.state === 'synced' || r.state === 'needs_review' || r.state === 'failed')) break;
+    if (Date.now() > deadline) break;
+    respawn();
+    await sleep(200);
+  }
+  await Promise.all(workers.map((w) => w.stop()));
+  // A worker still starting when PostgreSQL goes down exits at once, saying it cannot reach it (a
+  // supervisor starts it again; the suite's respawn does): the suite's doing, not a crash.
+  const refusedAtStart = (w: WorkerProcess) =>
+    !w.started &&
+    w.stderrTail.includes('Cannot reach PostgreSQL') &&
+    postgresDown.some(({ from, to }) => w.exitedAt !== undefined && w.exitedAt >= from && w.exitedAt <= to + 5_000);
+  const crashed = workers.filter((w) => !w.stoppedByUs && !refusedAtStart(w));
+  const crashes = { count: crashed.length, samples: crashed.slice(0, 3).map((w) => w.stderrTail) };
+  const startsRefused = workers.filter((w) => !w.stoppedByUs && refusedAtStart(w)).length;
+  return await buildReport({
+    crashes,
+    options,
+    runtime,
+    sandbox,
+    lines,
+    kills,
+    redisRestarts,
+    postgresConnectionsCut,
+    postgresRestarts,
+    postgresBackAt,
+    startsRefused,
+    keyWindows,
+    started: input.started,
+  });
 }
 
 /** `n` accounts, each with credentials of its own and one institute. */
@@ -241,7 +320,10 @@ function chaosAccounts(n: number) {
   return { names, file: writeAccountsFile(names.map((name) => ({ name }))) };
 }
 
-type Action = { progress: number; delayMs: number; kind: 'single' | 'fleet' | 'redis' | 'postgres' | 'key' };
+type Action = { progress: number; delayMs: number; kind: 'single' | 'fleet' | 'redis' | 'postgres' | 'postgres_restart' | 'key' };
+
+/** How long the restart keeps PostgreSQL down (every connection refused). */
+const POSTGRES_DOWN_MS = 1_500;
 
 /** What the live-service mode adds to the sandbox for the whole run (until the suite heals it). */
 const LIVE_BEHAVIOURS = { nameRewrite: { normalize: true, case: 'lower' as const, maxLength: 28 }, readLagMs: 500 };
@@ -253,7 +335,8 @@ function batchName(i: number, live: boolean): string {
 
 /**
  * Kills spread over the run (half of them whole-fleet kills right after an add-class), one Redis
- * restart at 40 % and one Postgres cut at 70 %, each with a seeded jitter.
+ * restart at 40 %, one Postgres restart at 55 % and one Postgres cut at 70 %, each with a seeded
+ * jitter.
  */
 function chaosPlan(options: ChaosOptions, random: () => number): Action[] {
   const plan: Action[] = [];
@@ -266,6 +349,8 @@ function chaosPlan(options: ChaosOptions, random: () => number): Action[] {
     plan.push({ progress: 0.6, delayMs: Math.floor(random() * 200), kind: 'key' });
   }
   plan.push({ progress: 0.7, delayMs: Math.floor(random() * 200), kind: 'postgres' });
+  // Drawn last, so the jitters and victims drawn before it are those of earlier runs of a seed.
+  plan.push({ progress: 0.55, delayMs: Math.floor(random() * 200), kind: 'postgres_restart' });
   return plan.sort((a, b) => a.progress - b.progress);
 }
 
@@ -334,8 +419,8 @@ function nextRequest(sandbox: Awaited<ReturnType<typeof startSandbox>>): Promise
   });
 }
 
-async function cutPostgres(databaseName: string): Promise<number> {
-  const client = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
+async function cutPostgres(server: string, databaseName: string): Promise<number> {
+  const client = new pg.Client({ connectionString: `${server}/postgres` });
   await client.connect();
   try {
     const result = await client.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [databaseName]);
@@ -343,6 +428,33 @@ async function cutPostgres(databaseName: string): Promise<number> {
   } finally {
     await client.end();
   }
+}
+
+/** The server's `now()`, as text so that no microsecond is lost on the way back to it. */
+async function serverNow(databaseUrl: string): Promise<string> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    const result = await client.query<{ now: string }>('select now()::text as now');
+    return result.rows[0]!.now;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Milliseconds from `since` (the server's clock) to the first state change a batch recorded after
+ * it; null when none did. A transition's `at` is the server's `now()` of the write that made it.
+ */
+async function firstTransitionAfter(runtime: ReturnType<typeof createRuntime>, since: string | undefined): Promise<number | null> {
+  if (since === undefined) return null;
+  const result = await runtime.database.pool.query<{ ms: string | null }>(
+    `select extract(epoch from min(at) - $1::timestamptz) * 1000 as ms from batch_events where type = 'transition' and at > $1::timestamptz`,
+    [since],
+  );
+  const ms = result.rows[0]?.ms;
+  return ms === null || ms === undefined ? null : Math.round(Number(ms));
 }
 
 interface ReportInput {
@@ -354,6 +466,10 @@ interface ReportInput {
   kills: ChaosReport['kills'];
   redisRestarts: number;
   postgresConnectionsCut: number;
+  postgresRestarts: number;
+  /** The server's `now()` right after the restart, when there was one. */
+  postgresBackAt: string | undefined;
+  startsRefused: number;
   keyWindows: number;
   started: number;
 }
@@ -409,6 +525,9 @@ async function buildReport(input: ReportInput): Promise<ChaosReport> {
     crashes: input.crashes,
     redisRestarts: input.redisRestarts,
     postgresConnectionsCut: input.postgresConnectionsCut,
+    postgresRestarts: input.postgresRestarts,
+    postgresBackAfterRestartMs: await firstTransitionAfter(runtime, input.postgresBackAt),
+    workersRefusedAtStart: input.startsRefused,
     timeToSyncedMs: { p50: pct(0.5), p95: pct(0.95), max: times[times.length - 1] ?? 0 },
     wallMs: Date.now() - input.started,
   };
@@ -432,6 +551,10 @@ export function printReport(report: ChaosReport, file = 'test-results/fault-repo
     ['SIGKILLs: single / fleet-after-add-class / processes', `${report.kills.single} / ${report.kills.fleetAfterAddClass} / ${report.kills.processesKilled}`],
     ['worker crashes (exits not caused by the suite)', String(report.crashes.count)],
     ['Redis restarts (data lost) / Postgres connections cut', `${report.redisRestarts} / ${report.postgresConnectionsCut}`],
+    [
+      'Postgres restarts / first batch moved after (ms) / workers refused at start',
+      `${report.postgresRestarts} / ${report.postgresBackAfterRestartMs ?? 'none moved after the restart'} / ${report.workersRefusedAtStart}`,
+    ],
     [
       'key refused: windows / calls refused / breaker opened',
       `${report.keyRefusals.windows} / ${report.keyRefusals.refusedCalls} / ${report.keyRefusals.breakerOpened}`,
