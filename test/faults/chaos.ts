@@ -253,7 +253,10 @@ async function chaosRun(input: RunInput): Promise<ChaosReport> {
       respawn();
     } else if (action.kind === 'key') {
       // Starts as the fleet makes its next call, so it meets work in flight; it ends by itself,
-      // and the workers must notice and resume without anyone's help.
+      // and the workers must notice and resume without anyone's help. A fleet just respawned (a
+      // window can follow a fleet kill at once when progress ran past both marks) can take longer
+      // to start than the window lasts on a busy machine: it would meet no call.
+      await waitForStarted(alive, 60_000);
       await nextRequest(sandbox);
       // With accounts, the first window refuses one account's key only: the others keep syncing.
       const only = accounts && keyWindows % 2 === 0 ? { accounts: [accounts.names[0]!] } : {};
@@ -404,6 +407,12 @@ async function killFleetOnNextAddClass(sandbox: Awaited<ReturnType<typeof startS
       if (operation === 'addClass') finish();
     });
   });
+}
+
+/** Waits (at most `timeoutMs`) until every live worker has started, i.e. is past its migrations. */
+async function waitForStarted(alive: () => WorkerProcess[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!alive().every((w) => w.started) && Date.now() < deadline) await sleep(50);
 }
 
 /** Resolves when the sandbox receives its next request (or after 5 s, should none come). */
