@@ -59,5 +59,5 @@ export async function acquireLease(db: Db, key: BatchKey, owner: string, leaseMs
   const { waitMs, ...raw } = existing;
   const row = decodeRow(raw);
   if (TERMINAL_STATES.includes(row.state)) return { status: 'terminal', row };
-  return { status: 'busy', retryInMs: Number(waitMs) + 250 };
+  return { status: 'busy', retryInMs: Number(waitMs) + 100 };
 }

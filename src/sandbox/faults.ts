@@ -24,11 +24,15 @@ export const FAULT_KINDS = [
   // The call takes effect, then HTTP 200 whose class ids carry path characters: `data._id` (and
   // each listed item's `_id`) becomes "../<id>". Not in `mixedFaultRates`: ask for it by name.
   'unsafeId',
+  // No answer at all; the call takes effect only `lateEffectMs` later, when the client has given
+  // up (a request the remote had queued), then the connection is dropped. Not in
+  // `mixedFaultRates`: ask for it by name.
+  'lateEffect',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-/** Faults decided before the operation runs: the remote state does not change. */
-const BEFORE_EFFECT: ReadonlySet<FaultKind> = new Set(['error5xx', 'throttle', 'throttleNoRetryAfter', 'bodyRejected']);
+/** Faults decided before the operation runs: the remote state does not change (or, `lateEffect`, not yet). */
+const BEFORE_EFFECT: ReadonlySet<FaultKind> = new Set(['error5xx', 'throttle', 'throttleNoRetryAfter', 'bodyRejected', 'lateEffect']);
 export const takesEffect = (fault: FaultKind): boolean => !BEFORE_EFFECT.has(fault);
 
 const rate = z.number().min(0).max(1);
@@ -56,6 +60,8 @@ export const faultConfigSchema = z.strictObject({
   retryAfterSeconds: z.number().int().min(0).max(86_400).optional(),
   /** How long `hang` holds a request before dropping it (default 10 minutes). */
   hangMs: ms.optional(),
+  /** How long after it arrived a `lateEffect` request takes effect (default 2 000 ms). */
+  lateEffectMs: ms.optional(),
   /** Classes younger than this are not listed yet (default 0). */
   listingDelayMs: ms.optional(),
   /** Listing items carry `_id` (default true); the shorter documented example has none. */

@@ -15,14 +15,17 @@ export function send(reply: FastifyReply, answer: Answer, headers: Record<string
   return reply.code(answer.status).headers(headers).send(answer.body);
 }
 
-/** Requests held open by the `hang` fault; all dropped on close so shutdown never waits on them. */
+/** Requests held open by the `hang` and `lateEffect` faults; all dropped on close so shutdown never waits on them. */
 export interface HangRegistry {
   hold(socket: Socket, ms: number): void;
+  /** Holds the request without an answer; `effect` runs `ms` later whether the client waited or not, then the connection drops. */
+  later(socket: Socket, ms: number, effect: () => void): void;
   releaseAll(): void;
 }
 
 export function createHangRegistry(): HangRegistry {
   const held = new Map<Socket, NodeJS.Timeout>();
+  const pending = new Set<NodeJS.Timeout>();
   const release = (socket: Socket) => {
     clearTimeout(held.get(socket));
     held.delete(socket);
@@ -37,8 +40,18 @@ export function createHangRegistry(): HangRegistry {
       // The client giving up closes the socket: stop the timer then.
       socket.once('close', () => release(socket));
     },
+    later(socket, ms, effect) {
+      const timer = setTimeout(() => {
+        pending.delete(timer);
+        effect();
+        socket.destroy();
+      }, ms);
+      pending.add(timer);
+    },
     releaseAll() {
       for (const socket of [...held.keys()]) release(socket);
+      for (const timer of pending) clearTimeout(timer);
+      pending.clear();
     },
   };
 }
@@ -51,6 +64,8 @@ export interface FaultDelivery {
   retryAfterSeconds: number;
   hangMs: number;
   hangs: HangRegistry;
+  /** For `lateEffect`: how long until the call takes effect, and the effect. */
+  lateEffect: { ms: number; run: () => void };
 }
 
 export function deliverFault(request: FastifyRequest, reply: FastifyReply, d: FaultDelivery): FastifyReply {
@@ -81,6 +96,10 @@ export function deliverFault(request: FastifyRequest, reply: FastifyReply, d: Fa
     case 'hang':
       reply.hijack();
       d.hangs.hold(request.raw.socket, d.hangMs);
+      return reply;
+    case 'lateEffect':
+      reply.hijack();
+      d.hangs.later(request.raw.socket, d.lateEffect.ms, d.lateEffect.run);
       return reply;
   }
 }

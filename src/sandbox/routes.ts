@@ -71,6 +71,7 @@ async function pipeline(ctx: SandboxContext, op: SandboxOperation, run: Operatio
     retryAfterSeconds: config.retryAfterSeconds ?? 1,
     hangMs: config.hangMs ?? 600_000,
     hangs: ctx.hangs,
+    lateEffect: { ms: config.lateEffectMs ?? 2_000, run: () => void run(request, key) },
   });
 }
 

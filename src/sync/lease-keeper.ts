@@ -33,6 +33,10 @@ export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
   private lostWith: Error | undefined;
   private stopped = false;
+  /** The renewal in flight, if any: a write of the run waits for it (see `whileWriting`). */
+  private beating: Promise<void> | undefined;
+  /** Writes of the run in flight: they renew (or release) the lease themselves, so no beat runs meanwhile. */
+  private writing = 0;
 
   constructor(private readonly options: LeaseKeeperOptions) {
     this.deadline = options.grantedAt + options.leaseMs - guardOf(options.leaseMs);
@@ -54,6 +58,20 @@ export class LeaseKeeper {
   renewed(sentAt: number): void {
     this.renewedAt = Math.max(this.renewedAt, sentAt);
     this.deadline = Math.max(this.deadline, sentAt + this.options.leaseMs - guardOf(this.options.leaseMs));
+  }
+
+  /**
+   * Runs a write of the run with no renewal beside it: a renewal that reached PostgreSQL after a write
+   * that released the lease (synced, needs_review) would fail, and stop a run that had finished.
+   */
+  async whileWriting<T>(write: () => Promise<T>): Promise<T> {
+    this.writing += 1;
+    try {
+      await this.beating;
+      return await write();
+    } finally {
+      this.writing -= 1;
+    }
   }
 
   /** Throws unless this run still owns the lease by its own clock: call it right before a request leaves. */
@@ -82,10 +100,16 @@ export class LeaseKeeper {
     const sentAt = performance.now();
     // A process that was frozen past its deadline wakes here first: it stops, whatever the renewal says.
     if (sentAt >= this.deadline) return this.lose(new LeaseLostError(this.options.batchId));
-    // A write of the run renewed it meanwhile: no statement needed yet.
+    // A write of the run renewed it meanwhile, or is renewing it now: no statement needed yet.
     if (sentAt < this.renewedAt + this.options.leaseMs / 3) return this.schedule();
+    if (this.writing > 0) {
+      this.timer = setTimeout(() => void this.beat(), Math.max(10, this.options.leaseMs / 30));
+      this.timer.unref();
+      return;
+    }
     try {
-      await this.options.renew();
+      this.beating = this.options.renew().then(() => undefined);
+      await this.beating;
       this.renewed(sentAt);
     } catch (error) {
       if (this.stopped) return;

@@ -22,9 +22,8 @@ import type { SyncDeps, SyncOutcome } from './types.ts';
 export type { SyncDeps, SyncOutcome, SyncSettings, Transition } from './types.ts';
 
 export async function runBatch(deps: SyncDeps, key: BatchKey, attempt: number, options: { firstSlot?: Promise<number> } = {}): Promise<SyncOutcome> {
-  const { leaseMs, requestTimeoutMs } = deps.settings;
-  const grantedAt = performance.now();
-  const acquired = await mapping.acquireLease(deps.db, key, deps.workerId, leaseMs, attempt, requestTimeoutMs);
+  const { leaseMs } = deps.settings;
+  const { acquired, grantedAt } = await acquire(deps, key, attempt);
   switch (acquired.status) {
     case 'missing':
       throw new PermanentSyncError('not_recorded', 'no_row', `batch ${key.batchId} of institute ${key.instituteId} is not recorded; publish it again`);
@@ -43,8 +42,27 @@ export async function runBatch(deps: SyncDeps, key: BatchKey, attempt: number, o
     return { state: row.state, classId: row.classId, worked: true };
   } catch (error) {
     keeper.stop();
-    // A run stopped by its lease ends as the lease's loss, whatever the call it stopped threw.
-    throw await endRun(run, keeper.lost ?? error);
+    // A run stopped by its lease ends as the lease's loss, whatever the call it stopped threw; a
+    // run that brought its batch to rest ends as what it threw (needs_review, failed).
+    throw await endRun(run, keeper.lost && !run.atRest ? keeper.lost : error);
+  }
+}
+
+/**
+ * A lease that runs out this soon is waited for in place, once: it is most likely a dead runner's
+ * whose job came back just before its lease ended, and a trip through the queue would put the batch
+ * behind every job waiting for a worker slot.
+ */
+const IN_PLACE_LEASE_WAIT_MS = 1_500;
+
+/** The lease, and when the statement that granted it was sent (`performance.now()`). */
+async function acquire(deps: SyncDeps, key: BatchKey, attempt: number): Promise<{ acquired: mapping.AcquireResult; grantedAt: number }> {
+  const { leaseMs, requestTimeoutMs } = deps.settings;
+  for (let waited = false; ; waited = true) {
+    const grantedAt = performance.now();
+    const acquired = await mapping.acquireLease(deps.db, key, deps.workerId, leaseMs, attempt, requestTimeoutMs);
+    if (acquired.status !== 'busy' || waited || acquired.retryInMs > IN_PLACE_LEASE_WAIT_MS) return { acquired, grantedAt };
+    await new Promise((resolve) => setTimeout(resolve, acquired.retryInMs));
   }
 }
 
@@ -61,8 +79,9 @@ async function runToCompletion(run: BatchRun): Promise<MappingRow> {
   let pause = 100;
   for (;;) {
     try {
-      if (!(await run.step())) return run.current;
+      if (run.atRest) return run.current;
       run.keeper.assertOwned();
+      await run.step();
     } catch (error) {
       if (!(error instanceof NotVisibleYetError) || performance.now() + pause > waitUntil) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.min(pause, error.delayMs)));

@@ -45,23 +45,22 @@ export class BatchRun {
     return this.row;
   }
 
-  /** Runs the step of the current state; false once the batch is at rest. */
-  async step(): Promise<boolean> {
+  /** The batch is at rest (a terminal state): nothing left for this run to do. */
+  get atRest(): boolean {
+    return mapping.TERMINAL_STATES.includes(this.row.state);
+  }
+
+  /** Runs the step of the current state (nothing once the batch is at rest). */
+  async step(): Promise<void> {
     switch (this.row.state) {
       case 'pending':
-        await this.create();
-        return true;
+        return this.create();
       case 'creating':
-        await this.resolveCreate();
-        return true;
+        return this.resolveCreate();
       case 'created':
-        await this.enableLink();
-        return true;
+        return this.enableLink();
       case 'link_enabled':
-        await this.readLink();
-        return true;
-      default:
-        return false;
+        return this.readLink();
     }
   }
 
@@ -186,6 +185,7 @@ export class BatchRun {
     const linkEnabledAt = this.row.linkEnabledAt ?? new Date(this.lag.now());
     const read = { joinLink: record.joinMagicLink, remoteName: typeof record.name === 'string' ? record.name : undefined, linkEnabledAt };
     await this.write('synced', (events) => mapping.markSynced(this.deps.db, this.lease, read, events));
+    this.unstored.linkEnabledAt = undefined;
   }
 
   private requireClassId(): string {
@@ -228,7 +228,7 @@ export class BatchRun {
     const from = this.row.state;
     const events = this.journal.take(from, to, { classId: facts.classId ?? this.row.classId, error: facts.error ?? null, detail: facts.detail });
     const sentAt = performance.now();
-    const progress = await operation(events);
+    const progress = await this.keeper.whileWriting(() => operation(events));
     if (!progress) return;
     this.keeper.renewed(sentAt);
     this.moveTo({ ...this.row, ...progress });

@@ -36,10 +36,10 @@ function expectOneClassEach(h: Harness, prefix: string, count: number): void {
 describe('a remote whose reads do not lag', () => {
   const { h } = useHarnessWithWorker({ env: { SYNC_READ_LAG: '60s', CLASSROOM_TIMEOUT: '1s' } });
 
-  it('settles a 5xx add-class from the measured lag in seconds, once the listing was seen as fresh', async () => {
+  it('settles a 5xx add-class from the measured lag in seconds, once the listing was seen as fresh', { timeout: 120_000 }, async () => {
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'error5xx' });
     const ids = await publish(h, 'Measured', 30);
-    await untilAllSynced(h, ids, 50_000);
+    await untilAllSynced(h, ids, 100_000);
     expectOneClassEach(h, 'Measured', 30);
     const decisions = await createDecisions(h);
     expect(decisions).toHaveLength(1);
@@ -51,7 +51,7 @@ describe('a remote whose reads do not lag', () => {
 describe('a remote with no lag measured yet', () => {
   const { h } = useHarnessWithWorker({ env: { SYNC_READ_LAG: '2s', CLASSROOM_TIMEOUT: '1s' } });
 
-  it('settles a 5xx add-class on a witness: a class sent after it ended (+ CLASSROOM_TIMEOUT + SYNC_READ_LAG) is listed', async () => {
+  it('settles a 5xx add-class on a witness: a class sent after it ended (+ CLASSROOM_TIMEOUT + SYNC_READ_LAG) is listed', { timeout: 120_000 }, async () => {
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'error5xx' });
     const [first] = await publish(h, 'Witnessed', 1);
     const { db } = h.runtime.database;
@@ -72,20 +72,40 @@ describe('a remote with no lag measured yet', () => {
 describe('a remote whose listing lags more than its get-class', () => {
   const { h } = useHarnessWithWorker({ env: { SYNC_READ_LAG: '60s', CLASSROOM_TIMEOUT: '1s' } });
 
-  it('never takes a listing for fresh on read samples alone: a stored class is adopted once listed, not made again', async () => {
+  it('never takes a listing for fresh on read samples alone: a stored class is adopted once listed, not made again', { timeout: 120_000 }, async () => {
     // get-class knows a class at once; the listing shows it only 6 s later. A burst gives the worker
     // plenty of read samples (all fast); once the listing has caught up with it, nothing is missing
     // from the listing, and only a listing seen as fresh as the reads would license a second add-class.
     h.sandbox.faults.set({ listingDelayMs: 6_000 });
     const ids = await publish(h, 'Slow listing', 30);
-    await untilAllSynced(h, ids, 50_000);
+    await untilAllSynced(h, ids, 100_000);
     const { classroom } = h.runtime.remotes.default;
-    await waitFor(async () => (await classroom.listClasses(h.config.classroom.instituteId, {})).classes.length >= 30, 'the listing to catch up', 20_000);
+    await waitFor(async () => (await classroom.listClasses(h.config.classroom.instituteId, {})).classes.length >= 30, 'the listing to catch up', 40_000);
     h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'error5xxAfterStore' });
     const [late] = await publish(h, 'Slow listing late', 1);
-    const row = await untilAllSynced(h, [late!], 30_000);
+    const row = await untilAllSynced(h, [late!], 60_000);
     expect(h.sandbox.state().byName['Slow listing late class 0']).toBe(1);
     expect(row[0]?.classId).toBe(h.sandbox.state().classes?.find((c) => c.name === 'Slow listing late class 0')?.id);
     expect(await createDecisions(h)).toEqual([]);
+  });
+});
+
+describe('a remote that acts on an add-class after the client gave up on it', () => {
+  const { h } = useHarnessWithWorker({ env: { SYNC_READ_LAG: '60s', CLASSROOM_TIMEOUT: '2s', SYNC_CONCURRENCY: '4' } });
+
+  it('takes CLASSROOM_TIMEOUT more before believing "not listed": the late class is adopted, not made again', { timeout: 120_000 }, async () => {
+    // A first burst measures the lag (small), and its one lost answer has a listing read and seen fresh.
+    h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'lostResponse' });
+    await untilAllSynced(h, await publish(h, 'Warm', 30), 100_000);
+    // Then the remote holds a request without answering and makes the class 3.6 s after it arrived,
+    // 1.6 s after the client's 2 s timeout: within the CLASSROOM_TIMEOUT a settle allows for it, and
+    // later than the measured lag alone would wait.
+    h.sandbox.faults.set({ lateEffectMs: 3_600 });
+    h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'lateEffect' });
+    await untilAllSynced(h, await publish(h, 'Late', 1), 60_000);
+    expectOneClassEach(h, 'Warm', 30);
+    expectOneClassEach(h, 'Late', 1);
+    expect(await createDecisions(h)).toEqual([]);
+    expect(h.sandbox.state().calls.faultsInjected).toMatchObject({ lateEffect: 1 });
   });
 });
