@@ -2,14 +2,14 @@
 // private PostgreSQL that can be restarted mid-run, and worker processes that can be SIGKILLed at
 // any moment.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { accessSync, chownSync, constants, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { MissingToolError, redisSpawnError, requireRedisPrograms } from '../helpers/tools.ts';
+import { MissingToolError, isExecutable, redisSpawnError, requireRedisPrograms } from '../helpers/tools.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/classroom-sync.js', import.meta.url));
 
@@ -269,15 +269,6 @@ function postgresSpawnError(program: string, error: NodeJS.ErrnoException): Erro
 
 function postgresMissing(program: string): string {
   return `PostgreSQL's server programs (${program}) are not installed (not in \`pg_config --bindir\`, /usr/lib/postgresql/<version>/bin or PATH): run \`${INSTALL_POSTGRES}\` as root (the fault suite starts a PostgreSQL server of its own from it, no service needed)`;
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
 }
 
 export interface WorkerLine {

@@ -82,7 +82,8 @@ function onPath(names: readonly string[], path: string): string | undefined {
   return undefined;
 }
 
-function isExecutable(file: string): boolean {
+/** A regular file this process may execute. */
+export function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
     return statSync(file).isFile();
