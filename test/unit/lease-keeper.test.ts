@@ -24,7 +24,9 @@ function keeper(renew: () => Promise<unknown>, leaseMs = LEASE_MS): LeaseKeeper 
 describe('LeaseKeeper', () => {
   it('renews the lease while the run lives, and stops renewing once stopped', async () => {
     let renewals = 0;
-    const k = keeper(async () => void (renewals += 1));
+    const k = keeper(async () => {
+      renewals += 1;
+    });
     await until(() => renewals >= 3, 'three renewals');
     k.assertOwned();
     expect(k.signal.aborted).toBe(false);
@@ -63,7 +65,9 @@ describe('LeaseKeeper', () => {
   it("a run's own writes count as renewals: no heartbeat statement while they come often enough", async () => {
     let renewals = 0;
     // A 3 s lease written every 30 ms: a heartbeat would be due only after a second without a write.
-    const k = keeper(async () => void (renewals += 1), 3_000);
+    const k = keeper(async () => {
+      renewals += 1;
+    }, 3_000);
     for (let i = 0; i < 10; i++) {
       k.renewed(performance.now());
       await new Promise((r) => setTimeout(r, 30));
