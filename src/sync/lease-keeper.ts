@@ -33,9 +33,7 @@ export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
   private lostWith: Error | undefined;
   private stopped = false;
-  /** The renewal in flight, if any: a write of the run waits for it (see `whileWriting`). */
-  private beating: Promise<void> | undefined;
-  /** Writes of the run in flight: they renew (or release) the lease themselves, so no beat runs meanwhile. */
+  /** Writes of the run in flight: they renew (or release) the lease themselves, so no beat starts meanwhile. */
   private writing = 0;
 
   constructor(private readonly options: LeaseKeeperOptions) {
@@ -61,13 +59,14 @@ export class LeaseKeeper {
   }
 
   /**
-   * Runs a write of the run with no renewal beside it: a renewal that reached PostgreSQL after a write
-   * that released the lease (synced, needs_review) would fail, and stop a run that had finished.
+   * Runs a write of the run; no renewal starts meanwhile, and one that fails beside it is the write's
+   * business (a renewal that reached PostgreSQL after a write that released the lease, synced or
+   * needs_review, fails, and must not stop a run that has finished). The write does not wait for a
+   * renewal in flight: add-class's intent is written between its rate-limit slot and its send.
    */
   async whileWriting<T>(write: () => Promise<T>): Promise<T> {
     this.writing += 1;
     try {
-      await this.beating;
       return await write();
     } finally {
       this.writing -= 1;
@@ -108,11 +107,13 @@ export class LeaseKeeper {
       return;
     }
     try {
-      this.beating = this.options.renew().then(() => undefined);
-      await this.beating;
+      await this.options.renew();
       this.renewed(sentAt);
     } catch (error) {
       if (this.stopped) return;
+      // A write of the run is in flight, or ran since this renewal was sent: it renewed or released
+      // the lease itself, and its own outcome says whether the run still owns the batch.
+      if (this.writing > 0 || this.renewedAt > sentAt) return this.schedule();
       // Classified, not the raw error: a failed statement's message lists its parameters.
       const { kind, reason, message } = failureOf(error);
       this.options.logger.warn(
