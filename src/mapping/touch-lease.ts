@@ -1,17 +1,14 @@
 import { fencedStatement, fencedWrite } from './fenced-write.ts';
 import type { Db, ProgressRow } from './sql.ts';
-import type { AuditEvent, Lease } from './types.ts';
-import { type Unstored, storeLinkStep, unstoredValues } from './unstored.ts';
+import type { Lease } from './types.ts';
 
 const TOUCH = fencedStatement('touch_lease', 'extend');
-const TOUCH_STORING_LINK = fencedStatement('touch_lease_link', 'extend', storeLinkStep());
 
 /**
- * Proves the lease is still this run's and extends it, with any calls to record and whatever the run
- * has not stored yet (see Unstored); changes nothing else.
+ * Proves the lease is still this run's and extends it; changes nothing else. The run's heartbeat
+ * (src/sync/lease-keeper.ts): the calls a run made and what it has not stored yet ride on its next
+ * write, not on a renewal.
  */
-export function touchLease(db: Db, lease: Lease, leaseMs: number, events: readonly AuditEvent[] = [], unstored: Unstored = {}): Promise<ProgressRow> {
-  const link = unstoredValues(unstored);
-  if (!link) return fencedWrite(db, lease, TOUCH, { extendMs: leaseMs, events });
-  return fencedWrite(db, lease, TOUCH_STORING_LINK, { extendMs: leaseMs, events, values: link });
+export function touchLease(db: Db, lease: Lease, leaseMs: number): Promise<ProgressRow> {
+  return fencedWrite(db, lease, TOUCH, { extendMs: leaseMs, events: [] });
 }

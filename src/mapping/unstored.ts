@@ -3,8 +3,8 @@ import { value } from './sql.ts';
 
 /**
  * What a run learned but has not stored yet: edit-class enabled the link. edit-class may be sent
- * again harmlessly, so that recovery point waits for the run's next write (synced, a lease touch,
- * or the release) instead of costing a statement of its own.
+ * again harmlessly, so that recovery point waits for the run's next write (synced, or the release)
+ * instead of costing a statement of its own.
  */
 export interface Unstored {
   linkEnabledAt?: Date | undefined;

@@ -149,9 +149,7 @@ function databaseFailure(error: unknown): Failure | undefined {
   const fromPg = (cause as { severity?: unknown } | undefined)?.severity !== undefined;
   if (!wrapped && !fromPg && !(typeof code === 'string' && CONNECTION_CODES.has(code))) return undefined;
   const why = cause instanceof Error ? cause.message : 'no answer';
-  if (isConnectionLoss(error)) {
-    const reason = typeof code === 'string' ? `pg_${code}` : 'pg_unavailable';
-    return { kind: 'database_unavailable', reason, message: `PostgreSQL unavailable: ${why}`, delayMs: databaseRetryMs() };
-  }
-  return { kind: 'database', reason: typeof code === 'string' ? `pg_${code}` : 'pg_unavailable', message: `PostgreSQL: ${why}`, delayMs: undefined };
+  const reason = typeof code === 'string' ? `pg_${code}` : 'pg_unavailable';
+  if (isConnectionLoss(error)) return { kind: 'database_unavailable', reason, message: `PostgreSQL unavailable: ${why}`, delayMs: databaseRetryMs() };
+  return { kind: 'database', reason, message: `PostgreSQL: ${why}`, delayMs: undefined };
 }
