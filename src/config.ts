@@ -58,6 +58,7 @@ const envSchema = z.object({
   CLASSROOM_ACCOUNTS_FILE: z.string().min(1).optional(),
   CLASSROOM_TIMEOUT: duration.default(10_000),
   CLASSROOM_RATE_LIMIT_PER_MINUTE: f.ratePerMinute.default(500),
+  CLASSROOM_RATE_WINDOW: duration.pipe(z.number().min(1_000, 'must be at least 1s').max(3_600_000, 'must be at most 1h')).default(60_000),
   CLASSROOM_THROTTLE_PAUSE: duration.default(15_000),
   CLASSROOM_CLASS_NAME_TEMPLATE: z
     .string()
@@ -193,6 +194,7 @@ function accountsOf(e: Parsed, instituteExplicit: boolean) {
       editClassMethod: e.CLASSROOM_EDIT_CLASS_METHOD,
       timeoutMs: e.CLASSROOM_TIMEOUT,
       rateLimitPerMinute: e.CLASSROOM_RATE_LIMIT_PER_MINUTE,
+      rateLimitWindowMs: e.CLASSROOM_RATE_WINDOW,
       throttlePauseMs: e.CLASSROOM_THROTTLE_PAUSE,
       classNameTemplate: e.CLASSROOM_CLASS_NAME_TEMPLATE,
       nameMinCut: e.CLASSROOM_NAME_MIN_CUT,

@@ -7,7 +7,7 @@ import { CredentialsRefusedError } from '../classroom/errors.ts';
 import type { Logger } from '../logger.ts';
 import { type CredentialsBreaker, createCredentialsBreaker, describeBreaker } from '../ratelimit/breaker.ts';
 import { breakerKey, budgetKey } from '../ratelimit/keys.ts';
-import { BreakerOpenError, type CallLane, type RateLimiter, createRateLimiter } from '../ratelimit/limiter.ts';
+import { BreakerOpenError, type CallLane, type RateLimiter, createRateLimiter, latestSendMs } from '../ratelimit/limiter.ts';
 import type { Redis } from '../redis.ts';
 import type { Account } from './types.ts';
 
@@ -72,11 +72,13 @@ function createRemote(account: Account, deps: RemotesDeps): Remote {
     key: budgetKey(keys),
     breakerKey: breaker.key,
     callsPerMinute: account.classroom.rateLimitPerMinute,
+    windowMs: account.classroom.rateLimitWindowMs,
     ...(deps.accounts.length > 1 ? { liveHorizonMs: sharedLiveHorizonMs(account.classroom.rateLimitPerMinute) } : {}),
     ...(onRateLimitWait ? { onWait: (ms: number) => onRateLimitWait(ms, name) } : {}),
     ...(onRateLimitReserve ? { onReserve: (lane: CallLane, retake: boolean) => onRateLimitReserve(lane, name, retake) } : {}),
   });
   const classroom = createClassroomClient(account.classroom, {
+    latestSendMs: latestSendMs(account.classroom.rateLimitWindowMs),
     beforeCall: async (operation, lane) => {
       try {
         await limiter.acquire(lane);

@@ -4,7 +4,7 @@
 // sending again could create a second class.
 import { type Answer, readAnswer } from './answer.ts';
 import { type ClassroomError, type ClassroomOperation, NotSentError, isClassroomError } from './errors.ts';
-import { type CallLane, LATEST_SEND_MS } from '../ratelimit/limiter.ts';
+import { type CallLane, latestSendMs } from '../ratelimit/limiter.ts';
 import { transportError } from './transport.ts';
 
 export interface CallRecord {
@@ -22,6 +22,11 @@ export interface ClassroomHooks {
   beforeCall?: (operation: ClassroomOperation, lane: CallLane | undefined) => Promise<void>;
   /** Told about every finished call (metrics, audit). Must not throw. */
   afterCall?: (call: CallRecord) => void;
+  /**
+   * How long after its slot a request may still leave (the limiter's headroom over the remote's
+   * window, see ratelimit/limiter.ts; default a minute's); a later one takes a fresh slot.
+   */
+  latestSendMs?: number;
 }
 
 export interface CallOptions {
@@ -100,7 +105,8 @@ export function createCall(timeoutMs: number, hooks: ClassroomHooks): Call {
 async function beforeSending(operation: ClassroomOperation, hooks: ClassroomHooks, options: CallOptions): Promise<void> {
   const { lane } = options;
   let slotAt = await (options.slotReady ?? takeSlot(operation, hooks, lane));
-  const late = () => hooks.beforeCall !== undefined && performance.now() - slotAt > LATEST_SEND_MS;
+  const latest = hooks.latestSendMs ?? latestSendMs();
+  const late = () => hooks.beforeCall !== undefined && performance.now() - slotAt > latest;
   if (late()) slotAt = await takeSlot(operation, hooks, lane);
   if (!options.beforeSend) return;
   await options.beforeSend();

@@ -17,6 +17,8 @@ export interface ClassroomSettings {
   editClassMethod: 'POST' | 'PUT';
   timeoutMs: number;
   rateLimitPerMinute: number;
+  /** The span the remote counts calls over (a minute unless it says otherwise): how late a call may leave its slot. */
+  rateLimitWindowMs: number;
   throttlePauseMs: number;
   classNameTemplate: string;
   /** Shortest listed name accepted as the remote's cut of ours (see src/sync/matching.ts). */

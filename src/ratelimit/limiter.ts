@@ -95,6 +95,8 @@ export interface RateLimiterOptions {
   /** The credentials breaker of the same key: while it exists, no slot is granted. */
   breakerKey?: string;
   callsPerMinute: number;
+  /** The span the remote counts calls over (default a minute): it bounds how late a call may be sent. */
+  windowMs?: number;
   maxWaitMs?: number;
   /**
    * How far ahead a live call may reserve (default `maxWaitMs`). Short when several accounts share
@@ -112,12 +114,14 @@ export interface RateLimiterOptions {
 const HEADROOM = 0.98;
 const LATE_TOLERANCE_MS = 25;
 /**
- * The most a call may be sent after its slot: the budget's headroom over a minute (1.2 s). A call
- * later than one slot, and later than this, takes a fresh slot: at under 50 calls a minute a slot is
- * longer than the headroom, and a late call beside an on-time one could make R + 1 in some minute.
- * The remote client holds its caller's last check (a PostgreSQL write) to the same bound.
+ * The most a call may be sent after its slot: the budget's headroom over the window the remote
+ * counts calls in (1.2 s of a minute). Slots a window apart hold 98% of the budget, so calls that
+ * each arrive at most this late still make at most R in any window. A call later than one slot, and
+ * later than this, takes a fresh slot: at under 50 calls a minute a slot is longer than the headroom,
+ * and a late call beside an on-time one could make R + 1 in some window. The remote client holds its
+ * caller's last check (a PostgreSQL write) to the same bound.
  */
-export const LATEST_SEND_MS = 60_000 * (1 - HEADROOM);
+export const latestSendMs = (windowMs = 60_000): number => windowMs * (1 - HEADROOM);
 /** Refused callers of a lane are spread over at most this many slots (about the fleet's background slots). */
 const ASK_SPREAD = 4;
 
@@ -133,6 +137,7 @@ type ReserveFn = (
 
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const { redis, key, breakerKey = `${key}:breaker`, callsPerMinute, maxWaitMs = 30_000, liveHorizonMs, onWait, onReserve } = options;
+  const latest = latestSendMs(options.windowMs);
   if (!('classroomSyncReserve4' in redis)) redis.defineCommand('classroomSyncReserve4', { numberOfKeys: 3, lua: RESERVE });
   const run = (redis as unknown as { classroomSyncReserve4: ReserveFn }).classroomSyncReserve4.bind(redis);
   // Calls are scheduled at 98% of the budget: requests reach the remote with a few ms of jitter
@@ -166,7 +171,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         // A stalled process wakes many callers at once, their slots long past: sent together they
         // would arrive as a burst. A caller that overslept its slot by more than one interval
         // takes a fresh slot instead (bounded, so it cannot starve).
-        if (performance.now() - due <= Math.max(Math.min(interval, LATEST_SEND_MS), LATE_TOLERANCE_MS) || tries >= 3) return waited;
+        if (performance.now() - due <= Math.max(Math.min(interval, latest), LATE_TOLERANCE_MS) || tries >= 3) return waited;
       }
     },
     async pause(ms) {

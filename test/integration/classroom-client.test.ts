@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createClassroomClient, type ClassroomClient } from '../../src/classroom/client.ts';
 import { CredentialsRefusedError, NotSentError, OutcomeUnknownError, RejectedError, ThrottledError } from '../../src/classroom/errors.ts';
 import { loadConfig } from '../../src/config.ts';
+import { latestSendMs } from '../../src/ratelimit/limiter.ts';
 import { sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 import { start, useSandbox } from '../helpers/sandbox.ts';
 
@@ -144,11 +145,12 @@ describe('classroom client, ports', () => {
 
 describe('classroom client, the last check before a request', () => {
   /** A client whose rate-limit hook records when it granted each slot. */
-  function slotted() {
+  function slotted(latestSendMs?: number) {
     const events: string[] = [];
     const c = createClassroomClient(
       { ...base.classroom, baseUrl: sandbox.url },
       {
+        ...(latestSendMs === undefined ? {} : { latestSendMs }),
         beforeCall: async (_operation, lane) => {
           events.push(`slot:${lane}`);
         },
@@ -190,6 +192,23 @@ describe('classroom client, the last check before a request', () => {
     await c.addClass(input, { lane: 'under_way', slotReady: Promise.resolve(performance.now() - 1_500), beforeSend: check });
     expect(events).toEqual(['slot:under_way', 'check']);
     expect(sandbox.state().calls.byOperation.addClass?.calls).toBe(2);
+  });
+
+  it("holds the check to the remote's own window: 2% of a 10 s window is 200 ms", { timeout: 10_000 }, async () => {
+    const { client: c, events } = slotted(latestSendMs(10_000));
+    let checks = 0;
+    const slowFirst = async () => {
+      events.push('check');
+      checks += 1;
+      // Well inside a minute's 1.2 s, well past a 10 s window's 200 ms.
+      if (checks === 1) await new Promise((resolve) => setTimeout(resolve, 500));
+    };
+    await c.addClass(input, { lane: 'live', beforeSend: slowFirst });
+    expect(events).toEqual(['slot:live', 'check', 'slot:under_way', 'check']);
+    // The same check under a minute's window is on time: one slot.
+    const minute = slotted();
+    await minute.client.addClass(input, { lane: 'live', beforeSend: async () => void (await new Promise((resolve) => setTimeout(resolve, 500))) });
+    expect(minute.events).toEqual(['slot:live']);
   });
 
   it('sends a second slow check as it is, rather than never', { timeout: 10_000 }, async () => {

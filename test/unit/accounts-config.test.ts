@@ -73,6 +73,14 @@ describe('accounts: CLASSROOM_ACCOUNTS_FILE', () => {
     expect(config.classroom).toMatchObject({ userId: 'user-north', instituteId: 'inst-n1' });
   });
 
+  it("CLASSROOM_RATE_WINDOW is every account's; a window under a second is refused by name", () => {
+    const file = write({ accounts: [account('north', ['inst-n1'])] });
+    const config = loadConfig({ CLASSROOM_ACCOUNTS_FILE: file, CLASSROOM_RATE_WINDOW: '30s' });
+    expect(config.accounts.map((a) => a.classroom.rateLimitWindowMs)).toEqual([30_000]);
+    expect(loadConfig({}).classroom.rateLimitWindowMs).toBe(60_000);
+    expect(() => loadConfig({ CLASSROOM_RATE_WINDOW: '500ms' })).toThrow(/CLASSROOM_RATE_WINDOW.*at least 1s/);
+  });
+
   it('reads YAML too', () => {
     const a = account('east', ['inst-e']);
     const yaml = `accounts:\n  - name: east\n    instituteIds: [inst-e]\n    userId: ${a.userId}\n    apiKey: ${a.apiKey}\n    xApiKey: ${a.xApiKey}\n    namespace: ${a.namespace}\n    userAgent: ${a.userAgent}\n    ratePerMinute: 60\n`;
