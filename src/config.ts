@@ -3,8 +3,9 @@ import { z } from 'zod';
 import { resolveAccounts } from './accounts/resolve.ts';
 import type { Account } from './accounts/types.ts';
 import { type ClassroomSettings, classroomFields as f } from './classroom/settings.ts';
-import { parseDuration } from './duration.ts';
+import { duration, int, webhookEnv } from './config-fields.ts';
 import { hasHashTag, isClusterUrl, redisUrlProblem } from './redis-url.ts';
+import { type WebhookSettings, webhookSettingsOf } from './webhooks/settings.ts';
 
 /** Values the built-in sandbox accepts, so a fresh checkout syncs with no `.env` at all. */
 export const SANDBOX_DEFAULTS = Object.freeze({
@@ -15,16 +16,6 @@ export const SANDBOX_DEFAULTS = Object.freeze({
   CLASSROOM_INSTITUTE_ID: '6f1c0c8e-3b7a-4f51-9a7c-2d7c1f6e9b10',
   CLASSROOM_USER_AGENT: 'VendorIntegrations/sandbox',
   CLASSROOM_NAMESPACE: 'sandbox',
-});
-
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-const duration = z.string().transform((value, ctx) => {
-  const ms = parseDuration(value);
-  if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: 'must be milliseconds or a duration such as 500ms, 30s, 15m, 1h' });
-    return z.NEVER;
-  }
-  return ms;
 });
 
 const envSchema = z.object({
@@ -85,6 +76,8 @@ const envSchema = z.object({
   RECONCILE_EVERY: duration.default(15 * 60_000),
   BATCH_EVENTS_RETENTION: duration.default(30 * 86_400_000),
 
+  ...webhookEnv,
+
   PORT: int(0, 65535).default(3000),
   HOST: z.string().min(1).default('0.0.0.0'),
   API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -130,6 +123,8 @@ export interface Config {
     eventsRetentionMs: number;
   }>;
   readonly http: Readonly<{ port: number; host: string; apiToken: string | undefined }>;
+  /** WEBHOOK_*: the default endpoint and how messages are delivered (accounts may have endpoints of their own). */
+  readonly webhooks: Readonly<WebhookSettings>;
 }
 
 export class ConfigError extends Error {
@@ -175,7 +170,15 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       eventsRetentionMs: e.BATCH_EVENTS_RETENTION,
     },
     http: { port: e.PORT, host: e.HOST, apiToken: e.API_TOKEN },
+    webhooks: webhooksOf(e),
   });
+}
+
+function webhooksOf(e: Parsed): WebhookSettings {
+  const { WEBHOOK_URL: url, WEBHOOK_SECRET: secrets, WEBHOOK_TIMEOUT: timeoutMs, WEBHOOK_CONCURRENCY: concurrency } = e;
+  const result = webhookSettingsOf({ url, secrets, timeoutMs, concurrency, retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE, retryForMs: e.WEBHOOK_RETRY_FOR });
+  if (!result.ok) throw new ConfigError([result.problem]);
+  return result.settings;
 }
 
 /** The CLASSROOM_* settings as the default account, and the accounts file's accounts (src/accounts). */

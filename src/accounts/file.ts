@@ -5,31 +5,41 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { classroomFields as f } from '../classroom/settings.ts';
+import { webhookFields } from '../webhooks/settings.ts';
 
 const accountName = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$/, 'must be 1 to 40 letters, digits, "_" or "-", starting with a letter or digit (it becomes a metric label)');
 
-const accountSchema = z.strictObject({
-  name: accountName,
-  instituteIds: z.array(f.instituteId).min(1, 'must list at least one institute'),
-  userId: f.userId,
-  apiKey: f.apiKey,
-  xApiKey: f.xApiKey,
-  namespace: f.namespace,
-  userAgent: f.userAgent,
-  // These fall back to the CLASSROOM_* settings.
-  baseUrl: f.baseUrl.optional(),
-  ratePerMinute: z
-    .number({ error: 'must be a number of calls per minute' })
-    .int('must be a whole number')
-    .min(1, 'must be at least 1')
-    .max(1_000_000, 'must be at most 1000000')
-    .optional(),
-  namespaceHeader: f.namespaceHeader.optional(),
-  addClassPath: f.addClassPath.optional(),
-  editClassMethod: f.editClassMethod.optional(),
-});
+const accountSchema = z
+  .strictObject({
+    name: accountName,
+    instituteIds: z.array(f.instituteId).min(1, 'must list at least one institute'),
+    userId: f.userId,
+    apiKey: f.apiKey,
+    xApiKey: f.xApiKey,
+    namespace: f.namespace,
+    userAgent: f.userAgent,
+    // These fall back to the CLASSROOM_* settings.
+    baseUrl: f.baseUrl.optional(),
+    ratePerMinute: z
+      .number({ error: 'must be a number of calls per minute' })
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(1_000_000, 'must be at most 1000000')
+      .optional(),
+    namespaceHeader: f.namespaceHeader.optional(),
+    addClassPath: f.addClassPath.optional(),
+    editClassMethod: f.editClassMethod.optional(),
+    // Where this account's institutes' webhook messages go, in place of WEBHOOK_URL.
+    webhookUrl: webhookFields.url.optional(),
+    webhookSecret: webhookFields.secrets.optional(),
+  })
+  .superRefine((entry, ctx) => {
+    if ((entry.webhookUrl === undefined) === (entry.webhookSecret === undefined)) return;
+    const [missing, other] = entry.webhookUrl === undefined ? ['webhookUrl', 'webhookSecret'] : ['webhookSecret', 'webhookUrl'];
+    ctx.addIssue({ code: 'custom', path: [missing], message: `must be set when ${other} is (messages are always signed)` });
+  });
 
 /** Enough for any integrator; bounds the `account` metric label. */
 export const MAX_ACCOUNTS = 200;

@@ -67,7 +67,8 @@ function fromFile(entry: FileAccount, env: ClassroomSettings): Account {
     addClassPath: entry.addClassPath ?? env.addClassPath,
     editClassMethod: entry.editClassMethod ?? env.editClassMethod,
   };
-  return { name: entry.name, instituteIds: [...new Set(entry.instituteIds)], classroom };
+  const webhook = entry.webhookUrl && entry.webhookSecret ? { webhook: { url: entry.webhookUrl, secrets: entry.webhookSecret } } : {};
+  return { name: entry.name, instituteIds: [...new Set(entry.instituteIds)], classroom, ...webhook };
 }
 
 /** Names used twice, an institute served twice, one key under two accounts. */

@@ -1,6 +1,7 @@
 // An account: one set of credentials the remote issued to the integrator, for the institutes it
 // serves. Each has its own rate limit and its own credentials breaker (see src/accounts/remotes.ts).
 import type { ClassroomSettings } from '../classroom/settings.ts';
+import type { WebhookEndpoint } from '../webhooks/settings.ts';
 
 export interface Account {
   /** Names the account in logs, metrics (label `account`), `status` and `check`. */
@@ -14,6 +15,8 @@ export interface Account {
   readonly anyInstitute?: boolean;
   /** How it talks to the remote; `classroom.instituteId` is the home institute. */
   readonly classroom: Readonly<ClassroomSettings>;
+  /** Where this account's institutes' webhook messages go (`webhookUrl`, `webhookSecret`); else WEBHOOK_URL. */
+  readonly webhook?: Readonly<WebhookEndpoint>;
 }
 
 /** The name of the account made from the CLASSROOM_* settings. */

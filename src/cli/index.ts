@@ -1,9 +1,10 @@
 // The one entry point (bin/classroom-sync.js). Each command is wired in its own file of this folder;
 // what a command does lives in src/commands/ and the domain folders below.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { type Config, loadConfig } from '../config.ts';
+import { packageVersion } from '../version.ts';
 import { registerAbandonCommand } from './abandon.ts';
 import { registerCheckCommand } from './check.ts';
 import { registerDemoCommand } from './demo.ts';
@@ -79,10 +80,4 @@ function buildProgram(envFile: string | undefined, context: FatalContext): Comma
   registerSandboxCommand(program, getConfig);
   program.addOption(new Option('--no-color').hideHelp());
   return program;
-}
-
-/** The version in package.json, read once at start (the CLI runs from its sources). */
-function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
 }

@@ -9,6 +9,7 @@ import { createReconciler } from '../reconcile/scheduler.ts';
 import { type Runtime, createRuntime } from '../runtime.ts';
 import { within } from '../timeout.ts';
 import { type SyncWorker, createSyncWorker } from '../sync/worker.ts';
+import { type WebhookDelivery, startWebhookDelivery } from '../webhooks/index.ts';
 
 export interface WorkerProcessOptions {
   /** Require API_TOKEN on /metrics too. */
@@ -22,6 +23,7 @@ export interface WorkerProcess {
   runtime: Runtime;
   metrics: Metrics;
   sync: SyncWorker;
+  webhooks: WebhookDelivery;
   http: HttpServer;
   /** Base URL of the HTTP server. */
   url: string;
@@ -55,6 +57,14 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
     throw error;
   });
   http.addQueue(reconciler.queue);
+  // Off the sync path: its own pool and connections; a down endpoint never slows a batch.
+  const webhooks = startWebhookDelivery({
+    databaseUrl: config.databaseUrl,
+    settings: config.webhooks,
+    accounts: config.accounts,
+    logger: runtime.logger,
+    onOutcome: metrics.recordWebhook,
+  });
   runtime.logger.info(
     { workerId: runtime.workerId, concurrency: config.sync.concurrency, queuePrefix: config.queuePrefix, remote: config.classroom.baseUrl, url },
     'worker started',
@@ -69,12 +79,13 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
       const results = await Promise.allSettled([
         http.close(),
         sync.close(grace),
+        webhooks.close(grace),
         bounded(reconciler.close(), grace, () => runtime.logger.warn({ graceMs: grace }, 'reconciliation pass still running; leaving it to the next tick')),
       ]);
       await runtime.close();
       for (const r of results) if (r.status === 'rejected') throw r.reason;
     })());
-  return { runtime, metrics, sync, http, url, stop };
+  return { runtime, metrics, sync, webhooks, http, url, stop };
 }
 
 /** Waits for `work` at most `ms`; calls `onTimeout` if it had to give up. */

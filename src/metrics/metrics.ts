@@ -12,7 +12,9 @@ import type { RemoteObservers } from '../accounts/remotes.ts';
 import { CALL_LANES } from '../ratelimit/limiter.ts';
 import type { SyncJobResult } from '../sync/processor.ts';
 import type { Transition } from '../sync/machine.ts';
+import type { DeliveryOutcome } from '../webhooks/index.ts';
 import { type ScrapeSources, refreshScrapeGauges, scrapeGauges } from './scrape.ts';
+import { webhookMetrics } from './webhooks.ts';
 
 export type { ScrapeSources } from './scrape.ts';
 
@@ -34,6 +36,8 @@ export interface Metrics {
   onTransition(transition: Transition): void;
   /** Pass as `createSyncWorker(runtime, { onJobResult })`. */
   recordJob(result: SyncJobResult): void;
+  /** Pass as `startWebhookDelivery({ onOutcome })`: how each webhook attempt ended. */
+  recordWebhook(outcome: DeliveryOutcome): void;
   /**
    * Called by the reconciliation after every run. A successful run replaces the per-category
    * counts and moves the last-success time; a failed one only counts as a failed run.
@@ -71,6 +75,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     runtimeOptions: remote,
     onTransition: sync.onTransition,
     recordJob: sync.recordJob,
+    recordWebhook: webhookMetrics(registers),
     recordReconciliation: reconcile.record,
     refresh: (sources) => refreshScrapeGauges(gauges, sources),
   };

@@ -3,7 +3,7 @@
 import type { Job, Queue } from 'bullmq';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Account } from '../accounts/types.ts';
-import { countByAccount, countByState, laneStats } from '../read-model/index.ts';
+import { countByAccount, countByState, laneStats, outbox } from '../read-model/index.ts';
 import type { Db } from '../db/client.ts';
 import type { CredentialsBreaker } from '../ratelimit/breaker.ts';
 import type { Redis } from '../redis.ts';
@@ -27,6 +27,8 @@ export interface ScrapeGauges {
   laneBatches: Gauge<'lane'>;
   laneOldest: Gauge<'lane'>;
   accountBatches: Gauge<'account' | 'state'>;
+  webhookPending: Gauge;
+  webhookOldest: Gauge;
   queueJobs: Gauge<'queue' | 'state'>;
   oldestWaiting: Gauge<'queue'>;
   credentialsRefused: Gauge<'account'>;
@@ -47,8 +49,20 @@ export function scrapeGauges(registers: Registry[]): ScrapeGauges {
 }
 
 /** Read from PostgreSQL at scrape time. */
-function postgresGauges(registers: Registry[]): Pick<ScrapeGauges, 'batches' | 'laneBatches' | 'laneOldest' | 'accountBatches'> {
+function postgresGauges(
+  registers: Registry[],
+): Pick<ScrapeGauges, 'batches' | 'laneBatches' | 'laneOldest' | 'accountBatches' | 'webhookPending' | 'webhookOldest'> {
   return {
+    webhookPending: new Gauge({
+      name: 'classroom_sync_webhook_pending',
+      help: 'Webhook messages not yet delivered nor given up (the outbox), read from PostgreSQL at scrape time.',
+      registers,
+    }),
+    webhookOldest: new Gauge({
+      name: 'classroom_sync_webhook_oldest_pending_seconds',
+      help: 'How long ago the event of the oldest pending webhook message happened; 0 when none is pending. Read from PostgreSQL at scrape time.',
+      registers,
+    }),
     batches: new Gauge({
       name: 'classroom_sync_batches',
       help: 'Batches (mappings) by state, read from PostgreSQL at scrape time.',
@@ -111,8 +125,10 @@ export async function refreshScrapeGauges(gauges: ScrapeGauges, sources: ScrapeS
   await Promise.all([
     read(
       'postgres',
-      () => Promise.all([countByState(sources.db), laneStats(sources.db), perAccount(sources)]),
-      ([counts, lanes, accounts]) => {
+      () => Promise.all([countByState(sources.db), laneStats(sources.db), perAccount(sources), outbox.outboxStats(sources.db)]),
+      ([counts, lanes, accounts, webhooks]) => {
+        gauges.webhookPending.set(webhooks.pending);
+        gauges.webhookOldest.set(webhooks.oldestPendingSeconds);
         for (const { account, batches } of accounts) {
           for (const [state, n] of Object.entries(batches)) gauges.accountBatches.labels({ account, state }).set(n);
         }
@@ -126,6 +142,8 @@ export async function refreshScrapeGauges(gauges: ScrapeGauges, sources: ScrapeS
       gauges.laneBatches,
       gauges.laneOldest,
       gauges.accountBatches,
+      gauges.webhookPending,
+      gauges.webhookOldest,
     ),
     read(
       'redis',

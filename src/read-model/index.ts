@@ -5,4 +5,4 @@ export { type BatchView, formatBatch, notKnownUnder, viewOf } from './batch-view
 export { refusedKeyLine } from './credentials.ts';
 export { type LaneStat, type QueueLane, formatLanes, laneStats } from './lanes.ts';
 export { type TimelineEntry, formatTimeline } from './timeline.ts';
-export { TERMINAL_STATES, countByState, findBatch, institutesOf, listBatches, readTimeline } from '../mapping/index.ts';
+export { TERMINAL_STATES, countByState, findBatch, institutesOf, listBatches, outbox, readTimeline } from '../mapping/index.ts';

@@ -13,7 +13,7 @@ import type { ProcessorDeps, SyncAccount } from './types.ts';
 import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
 import { BACKGROUND_QUEUE, BACKOFF_STRATEGY, SYNC_QUEUE, type SyncJobData, type SyncResult } from './queue.ts';
 import { createSweeper } from './sweep.ts';
-import { pruneEvents } from '../mapping/index.ts';
+import { outbox, pruneEvents } from '../mapping/index.ts';
 
 export interface SyncWorker {
   /** The workers of the sync queue: batches under way and live ones. */
@@ -75,7 +75,7 @@ export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = 
   pools = [worker, background];
 
   const sweep = createSweeper({ db: database.db, queue, logger }, { stuckAfterMs: config.sync.stuckAfterMs });
-  const timer = options.autoSweep === false ? undefined : startSweeping(sweep, () => pruneEvents(database.db, config.sync.eventsRetentionMs), config, logger);
+  const timer = options.autoSweep === false ? undefined : startSweeping(sweep, () => prune(database.db, config.sync.eventsRetentionMs), config, logger);
 
   let closing: Promise<void> | undefined;
   return {
@@ -198,4 +198,11 @@ function observeResults(processor: SyncProcessor, onJobResult: ((result: SyncJob
         throw error;
       },
     );
+}
+
+/** The audit trail and settled webhook messages keep BATCH_EVENTS_RETENTION; returns the audit rows pruned. */
+async function prune(db: Parameters<typeof pruneEvents>[0], retentionMs: number): Promise<number> {
+  const events = await pruneEvents(db, retentionMs);
+  await outbox.pruneMessages(db, retentionMs);
+  return events;
 }

@@ -10,3 +10,4 @@ export * from './batch-classes.ts';
 export * from './reconciliation-runs.ts';
 export * from './batch-events.ts';
 export type * from './stored.ts';
+export * from './webhook-messages.ts';

@@ -1,0 +1,40 @@
+import { sql } from 'drizzle-orm';
+import { type Db, execute, interval } from '../sql.ts';
+import type { ClaimedMessage } from './types.ts';
+
+interface RawClaim {
+  id: string;
+  messageId: string;
+  instituteId: string;
+  batchId: string;
+  type: string;
+  occurredAt: string | Date;
+  data: Record<string, unknown>;
+  attempt: number;
+}
+
+/**
+ * Claims up to `limit` messages that are due, holding each for `holdMs` (a dispatcher that dies lets
+ * go of them then). Per batch, only its oldest pending message is ever due: a later message waits
+ * until the earlier one is delivered or given up, so one batch's messages arrive in order. Several
+ * dispatchers claim side by side (`skip locked`) and never the same message.
+ */
+export async function claimDueMessages(db: Db, limit: number, holdMs: number): Promise<ClaimedMessage[]> {
+  const { rows } = await execute<RawClaim>(
+    db,
+    sql`with due as (
+          select m.id from webhook_messages m
+           where m.status = 'pending' and m.next_attempt_at <= now()
+             and (m.locked_until is null or m.locked_until < now())
+             and not exists (select 1 from webhook_messages e where e.batch_row_id = m.batch_row_id and e.status = 'pending' and e.id < m.id)
+           order by m.next_attempt_at, m.id
+           limit ${limit}
+           for update of m skip locked)
+        update webhook_messages w
+           set locked_until = now() + ${interval(holdMs)}, attempts = w.attempts + 1, last_attempt_at = now()
+          from due where w.id = due.id
+        returning w.id, w.message_id as "messageId", w.institute_id as "instituteId", w.batch_id as "batchId", w.type,
+                  w.occurred_at as "occurredAt", w.data, w.attempts as attempt`,
+  );
+  return rows.map((r) => ({ ...r, id: Number(r.id), occurredAt: new Date(r.occurredAt) }));
+}

@@ -1,0 +1,8 @@
+// The webhook outbox (webhook_messages): its rows are written by a trigger beside every state change
+// the integrator hears about (migrations/0007); these are its readers and its dispatcher's writes.
+export * from './types.ts';
+export { claimDueMessages } from './claim.ts';
+export { recordAttempt } from './record.ts';
+export { type DeliveryFilter, listDeliveries, messagesOfBatch } from './list.ts';
+export { knownMessageIds, redeliverMessages } from './redeliver.ts';
+export { type OutboxStats, outboxStats, pruneMessages } from './stats.ts';

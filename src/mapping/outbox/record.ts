@@ -1,0 +1,36 @@
+import { sql } from 'drizzle-orm';
+import { type Db, execute, interval } from '../sql.ts';
+import type { AttemptRecord, ClaimedMessage, WebhookStatus } from './types.ts';
+
+/**
+ * Records how an attempt ended and lets go of the message. Fenced by the attempt's number: a
+ * dispatcher that held it too long (another claimed it since) changes nothing. A retry whose next
+ * attempt would fall past `retryForMs` from the message's start gives it up instead.
+ * Returns the message's status after it, or undefined when the message was no longer this attempt's.
+ */
+export async function recordAttempt(db: Db, message: Pick<ClaimedMessage, 'id' | 'attempt'>, record: AttemptRecord): Promise<WebhookStatus | undefined> {
+  const fence = sql`where id = ${message.id} and attempts = ${message.attempt} and status = 'pending' returning status`;
+  let statement: ReturnType<typeof sql>;
+  switch (record.outcome) {
+    case 'delivered':
+      statement = sql`update webhook_messages set status = 'delivered', delivered_at = now(), locked_until = null,
+        last_status = ${record.status}, last_error = null ${fence}`;
+      break;
+    case 'retry':
+      statement = sql`update webhook_messages
+        set status = case when retry_from + ${interval(record.retryForMs)} < now() + ${interval(record.delayMs)} then 'failed' else 'pending' end,
+            next_attempt_at = now() + ${interval(record.delayMs)}, locked_until = null,
+            last_status = ${record.status}, last_error = ${record.error} ${fence}`;
+      break;
+    case 'given_up':
+      statement = sql`update webhook_messages set status = 'failed', locked_until = null,
+        last_status = ${record.status}, last_error = ${record.error} ${fence}`;
+      break;
+    case 'skipped':
+      statement = sql`update webhook_messages set status = 'skipped', locked_until = null, attempts = attempts - 1,
+        last_error = ${record.error} ${fence}`;
+      break;
+  }
+  const { rows } = await execute<{ status: WebhookStatus }>(db, statement);
+  return rows[0]?.status;
+}

@@ -1,0 +1,32 @@
+import { sql } from 'drizzle-orm';
+import { type Db, execute, interval } from '../sql.ts';
+
+export interface OutboxStats {
+  pending: number;
+  /** How long the oldest pending message has waited since its event (0 when none is pending). */
+  oldestPendingSeconds: number;
+}
+
+/** What the metrics show of the outbox: one statement on the pending messages' index. */
+export async function outboxStats(db: Db): Promise<OutboxStats> {
+  const { rows } = await execute<{ pending: string; oldest: number | null }>(
+    db,
+    sql`select count(*) as pending, extract(epoch from now() - min(occurred_at))::float8 as oldest from webhook_messages where status = 'pending'`,
+  );
+  const row = rows[0];
+  return { pending: Number(row?.pending ?? 0), oldestPendingSeconds: Math.max(0, row?.oldest ?? 0) };
+}
+
+/** Deletes settled messages (delivered, given up, skipped) older than the retention, in slices. */
+export async function pruneMessages(db: Db, retentionMs: number, slice = 5_000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await execute(
+      db,
+      sql`delete from webhook_messages where id in (
+            select id from webhook_messages where status <> 'pending' and occurred_at < now() - ${interval(retentionMs)} limit ${slice})`,
+    );
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < slice) return total;
+  }
+}
