@@ -19,8 +19,11 @@ export interface Dispatcher {
   close(graceMs: number): Promise<void>;
 }
 
-/** A claim outlives the request's own timeout by this much before another dispatcher may take it. */
-const HOLD_MARGIN_MS = 30_000;
+/**
+ * A claim lasts twice the request's timeout and this much more: time to record the answer. Past
+ * it, another dispatcher may take the message (a dead one's are sent again that soon).
+ */
+const HOLD_MARGIN_MS = 5_000;
 
 export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   const { settings, logger } = deps;
@@ -51,7 +54,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       let claimed: outbox.ClaimedMessage[] = [];
       if (free > 0) {
         try {
-          claimed = await outbox.claimDueMessages(deps.db, free, settings.timeoutMs + HOLD_MARGIN_MS);
+          claimed = await outbox.claimDueMessages(deps.db, free, 2 * settings.timeoutMs + HOLD_MARGIN_MS);
           failures = 0;
         } catch (error) {
           failures += 1;

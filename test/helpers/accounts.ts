@@ -9,6 +9,9 @@ export interface TestAccount {
   ratePerMinute?: number;
   /** The institutes it serves; absent = its own one (`instituteOf(name)`). */
   instituteIds?: string[];
+  /** Its own webhook endpoint (with `webhookSecret`). */
+  webhookUrl?: string;
+  webhookSecret?: string;
 }
 
 /** The institute a test account serves. */
@@ -16,7 +19,7 @@ export const instituteOf = (name: string): string => `inst-${name}`;
 
 /** An account entry: distinct user id, API key (32 alphanumerics), x-api-key and namespace. */
 export function accountEntry(account: TestAccount): Record<string, unknown> {
-  const { name, ratePerMinute, instituteIds = [instituteOf(name)] } = account;
+  const { name, ratePerMinute, instituteIds = [instituteOf(name)], webhookUrl, webhookSecret } = account;
   const letters = name.replace(/[^A-Za-z0-9]/g, '');
   return {
     name,
@@ -27,6 +30,7 @@ export function accountEntry(account: TestAccount): Record<string, unknown> {
     namespace: `ns-${name}`,
     userAgent: `VendorIntegrations/ns-${name}`,
     ...(ratePerMinute === undefined ? {} : { ratePerMinute }),
+    ...(webhookUrl === undefined ? {} : { webhookUrl, webhookSecret }),
   };
 }
 

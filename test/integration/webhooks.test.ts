@@ -1,7 +1,9 @@
 // Webhooks: every settled batch is told to the integrator's endpoint by a Standard Webhooks message
 // that the reference library verifies, from an outbox PostgreSQL writes beside the state change.
 import { describe, expect, it } from 'vitest';
-import { publishBatches } from '../../src/intake/publish.ts';
+import { publishBatchCreated, publishBatches } from '../../src/intake/publish.ts';
+import { abandonBatches, undoAbandon } from '../../src/sync/abandon.ts';
+import { writeAccountsFile } from '../helpers/accounts.ts';
 import { rowOf, untilAllSynced } from '../helpers/batches.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarnessPerTest } from '../helpers/use-harness.ts';
@@ -51,5 +53,75 @@ describe('webhooks', () => {
     }
     expect(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size).toBe(5);
     expect((await rowOf(h, 'hook-0'))?.state).toBe('synced');
+  });
+
+  it("tells a failure, an abandon and its undo in order: a batch's later message waits until the earlier one is delivered", async () => {
+    const receiver = await startReceiver();
+    each.defer(() => receiver.close());
+    // The first message fails until its batch has two more messages waiting: they must not overtake it.
+    let released = false;
+    receiver.answer = (request) => (request.message.type === 'batch.failed' && !released ? 503 : 200);
+    const secret = newSecret();
+    const h = await each.harness();
+    const worker = await startTestWorker(h, { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret, WEBHOOK_RETRY_SCHEDULE: '200ms' });
+    each.defer(() => worker.stop());
+    h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'bodyRejected' });
+    await publishBatchCreated(publishDepsOf(h), { batchId: 'ordered', name: 'Ordered class', subject: 'Maths' });
+    await waitFor(async () => (await rowOf(h, 'ordered'))?.state === 'failed', 'ordered failed');
+    const key = [{ instituteId: h.config.classroom.instituteId, batchId: 'ordered' }];
+    const deps = { db: h.runtime.database.db, queue: h.runtime.queue, logger: h.runtime.logger };
+    await abandonBatches(deps, key, { reason: 'created by mistake' });
+    await undoAbandon(deps, key);
+    await waitFor(() => receiver.received.length >= 2 || undefined, 'the failure refused twice');
+    released = true;
+    await waitFor(() => receiver.received.filter((r) => r.message.type === 'batch.abandon_undone').length === 1 || undefined, 'the undo told');
+
+    const types = receiver.received.map((r) => r.message.type);
+    const refused = types.length - 3;
+    expect(refused).toBeGreaterThanOrEqual(2);
+    expect(types).toEqual([...Array(refused + 1).fill('batch.failed'), 'batch.abandoned', 'batch.abandon_undone']);
+    // Every attempt of one event carries its one id.
+    expect([...receiver.byId().values()].map((requests) => requests.length)).toEqual([refused + 1, 1, 1]);
+    for (const request of receiver.received) expect(() => verify(secret, request)).not.toThrow();
+    const [failed, abandoned, undone] = [...receiver.byId().values()].map((requests) => requests[0]!.message);
+    expect(failed?.data).toMatchObject({ batchId: 'ordered', state: 'failed', errorKind: 'rejected', attempts: 1, error: expect.stringMatching(/addClass/) });
+    expect(abandoned?.data).toMatchObject({ state: 'abandoned', abandonedFrom: 'failed', reason: 'created by mistake' });
+    expect(undone?.data).toMatchObject({ state: 'failed' });
+  });
+
+  it('tells a needs_review with its reason and the candidates it saw', async () => {
+    const receiver = await startReceiver();
+    each.defer(() => receiver.close());
+    const h = await each.harness();
+    const worker = await startTestWorker(h, { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: newSecret() });
+    each.defer(() => worker.stop());
+    const listed = h.sandbox.store.create({ name: 'Ambiguous', subject: 'History', instituteId: h.config.classroom.instituteId });
+    h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'lostResponse' });
+    await publishBatchCreated(publishDepsOf(h), { batchId: 'review-1', name: 'Ambiguous', subject: 'History' });
+    const [request] = await waitFor(() => (receiver.received.length > 0 ? receiver.received : undefined), 'a message', 60_000);
+    expect(request?.message).toMatchObject({ type: 'batch.needs_review', data: { batchId: 'review-1', state: 'needs_review', reason: expect.any(String) } });
+    expect(request?.message.data.candidateIds).toContain(listed._id);
+  });
+
+  it("sends an account's institutes to its own endpoint, signed with its own secret; the rest to WEBHOOK_URL", async () => {
+    const [north, everyone] = [await startReceiver(), await startReceiver()];
+    each.defer(() => north.close());
+    each.defer(() => everyone.close());
+    const [northSecret, defaultSecret] = [newSecret(), newSecret()];
+    const file = writeAccountsFile([{ name: 'north', webhookUrl: north.url, webhookSecret: northSecret }, { name: 'south' }]);
+    each.defer(() => file.remove());
+    const h = await each.harness({ env: { CLASSROOM_ACCOUNTS_FILE: file.path } });
+    const worker = await startTestWorker(h, { WEBHOOK_URL: everyone.url, WEBHOOK_SECRET: defaultSecret });
+    each.defer(() => worker.stop());
+    await publishBatches(publishDepsOf(h), [
+      { batchId: 'n-1', name: 'North class 1', subject: 'Maths', instituteId: 'inst-north' },
+      { batchId: 's-1', name: 'South class 1', subject: 'Maths', instituteId: 'inst-south' },
+    ]);
+    await waitFor(() => (north.received.length === 1 && everyone.received.length === 1) || undefined, 'one message at each endpoint');
+    expect(north.received[0]?.message.data).toMatchObject({ batchId: 'n-1', instituteId: 'inst-north' });
+    expect(everyone.received[0]?.message.data).toMatchObject({ batchId: 's-1', instituteId: 'inst-south' });
+    expect(() => verify(northSecret, north.received[0]!)).not.toThrow();
+    expect(() => verify(defaultSecret, north.received[0]!)).toThrow();
+    expect(() => verify(defaultSecret, everyone.received[0]!)).not.toThrow();
   });
 });
