@@ -2,6 +2,7 @@
 // that the reference library verifies, from an outbox PostgreSQL writes beside the state change.
 import { describe, expect, it } from 'vitest';
 import { publishBatchCreated, publishBatches } from '../../src/intake/publish.ts';
+import { outbox } from '../../src/mapping/index.ts';
 import { abandonBatches, undoAbandon } from '../../src/sync/abandon.ts';
 import { writeAccountsFile } from '../helpers/accounts.ts';
 import { rowOf, untilAllSynced } from '../helpers/batches.ts';
@@ -123,5 +124,20 @@ describe('webhooks', () => {
     expect(() => verify(northSecret, north.received[0]!)).not.toThrow();
     expect(() => verify(defaultSecret, north.received[0]!)).toThrow();
     expect(() => verify(defaultSecret, everyone.received[0]!)).not.toThrow();
+  });
+
+  it('without an endpoint for its institute a message is recorded as skipped, not kept pending for ever', async () => {
+    const h = await each.harness();
+    const worker = await startTestWorker(h);
+    each.defer(() => worker.stop());
+    await publishBatches(publishDepsOf(h), batches(2, 'Quiet'));
+    await untilAllSynced(h, { count: 2 });
+    const messages = await waitFor(async () => {
+      const all = await outbox.listDeliveries(h.runtime.database.db);
+      return all.length === 2 && all.every((m) => m.status === 'skipped') ? all : undefined;
+    }, 'both messages skipped');
+    expect(messages.map((m) => m.type)).toEqual(['batch.synced', 'batch.synced']);
+    expect(messages[0]?.lastError).toMatch(/no webhook endpoint is configured for institute/);
+    expect(messages.every((m) => m.attempts === 0)).toBe(true);
   });
 });

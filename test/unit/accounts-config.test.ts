@@ -81,6 +81,28 @@ describe('accounts: CLASSROOM_ACCOUNTS_FILE', () => {
     expect(() => loadConfig({ CLASSROOM_RATE_WINDOW: '500ms' })).toThrow(/CLASSROOM_RATE_WINDOW.*at least 1s/);
   });
 
+  it("an account's webhookUrl needs its webhookSecret; both give its institutes an endpoint of their own", () => {
+    const secret = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
+    const north = { ...account('north', ['inst-n1']), webhookUrl: 'https://north.example.test/hooks', webhookSecret: secret };
+    const config = loadConfig({ CLASSROOM_ACCOUNTS_FILE: write({ accounts: [north, account('south', ['inst-s1'])] }) });
+    expect(config.accounts.map((a) => a.webhook)).toEqual([{ url: 'https://north.example.test/hooks', secrets: [secret] }, undefined]);
+    const { webhookSecret: _, ...unsigned } = north;
+    expect(() => loadConfig({ CLASSROOM_ACCOUNTS_FILE: write({ accounts: [unsigned] }) })).toThrow(
+      /account "north" \(accounts\[0\]\) webhookSecret: must be set when webhookUrl is/,
+    );
+    const badSecret = { ...north, webhookSecret: 'whsec_short' };
+    const error = (() => {
+      try {
+        loadConfig({ CLASSROOM_ACCOUNTS_FILE: write({ accounts: [badSecret] }) });
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return '';
+    })();
+    expect(error).toMatch(/webhookSecret: must/);
+    expect(error).not.toContain('whsec_short');
+  });
+
   it('reads YAML too', () => {
     const a = account('east', ['inst-e']);
     const yaml = `accounts:\n  - name: east\n    instituteIds: [inst-e]\n    userId: ${a.userId}\n    apiKey: ${a.apiKey}\n    xApiKey: ${a.xApiKey}\n    namespace: ${a.namespace}\n    userAgent: ${a.userAgent}\n    ratePerMinute: 60\n`;
