@@ -27,22 +27,23 @@ describe('log lines', () => {
 
   it('censor them one level down under any key, and in headers at either level', () => {
     const { logger, lines } = capture();
-    const settings = { baseUrl: 'http://remote', apiKey: 'k-2', apiToken: 'a-2' };
+    const settings = { baseUrl: 'http://remote', apiKey: 'k-2', apiToken: 'a-2', webhookSecret: 'whsec_one', secrets: ['whsec_two'] };
     logger.warn(
       {
         settings,
         row: { batchId: 'b-1', joinMagicLink: LINK },
-        headers: { authorization: 'Basic top', 'x-api-key': 'x-top', accept: 'application/json' },
+        headers: { authorization: 'Basic top', 'x-api-key': 'x-top', 'webhook-signature': 'v1,sig-top', accept: 'application/json' },
         req: { headers: { authorization: 'Bearer nested', 'x-api-key': 'x-nested', host: 'h' } },
       },
       'nested',
     );
     const text = JSON.stringify(lines[0]);
-    for (const secret of ['k-2', 'a-2', 'SECRET', 'Basic top', 'x-top', 'Bearer nested', 'x-nested']) expect(text).not.toContain(secret);
+    for (const secret of ['k-2', 'a-2', 'SECRET', 'Basic top', 'x-top', 'Bearer nested', 'x-nested', 'whsec_one', 'whsec_two', 'sig-top'])
+      expect(text).not.toContain(secret);
     expect(lines[0]).toMatchObject({
-      settings: { baseUrl: 'http://remote', apiKey: '[redacted]', apiToken: '[redacted]' },
+      settings: { baseUrl: 'http://remote', apiKey: '[redacted]', apiToken: '[redacted]', webhookSecret: '[redacted]', secrets: '[redacted]' },
       row: { batchId: 'b-1', joinMagicLink: `https://classes.example/…(${LINK.length} chars)` },
-      headers: { authorization: '[redacted]', 'x-api-key': '[redacted]', accept: 'application/json' },
+      headers: { authorization: '[redacted]', 'x-api-key': '[redacted]', 'webhook-signature': '[redacted]', accept: 'application/json' },
       req: { headers: { authorization: '[redacted]', 'x-api-key': '[redacted]', host: 'h' } },
     });
     // The caller's objects are left as they were.
