@@ -140,4 +140,22 @@ describe('webhooks', () => {
     expect(messages[0]?.lastError).toMatch(/no webhook endpoint is configured for institute/);
     expect(messages.every((m) => m.attempts === 0)).toBe(true);
   });
+
+  it('tries a failing message until WEBHOOK_RETRY_FOR, the last attempt at its end rather than a wait later, then gives it up', async () => {
+    const receiver = await startReceiver();
+    each.defer(() => receiver.close());
+    receiver.answer = () => 503;
+    const h = await each.harness();
+    // The schedule's next wait (1 h) ends far past the 2 s allowed: one more attempt, at the 2 s.
+    const worker = await startTestWorker(h, { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: newSecret(), WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_RETRY_FOR: '2s' });
+    each.defer(() => worker.stop());
+    await publishBatches(publishDepsOf(h), batches(1, 'Doomed'));
+    const [message] = await waitFor(async () => {
+      const all = await outbox.listDeliveries(h.runtime.database.db);
+      return all[0]?.status === 'failed' ? all : undefined;
+    }, 'the message given up', 30_000);
+    expect(message).toMatchObject({ type: 'batch.synced', attempts: 2, lastStatus: 503, lastError: 'HTTP 503', nextAttemptAt: null });
+    expect(receiver.received).toHaveLength(2);
+    expect(receiver.received[1]!.headers['webhook-id']).toBe(receiver.received[0]!.headers['webhook-id']);
+  });
 });

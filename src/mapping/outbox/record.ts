@@ -4,8 +4,8 @@ import type { AttemptRecord, ClaimedMessage, WebhookStatus } from './types.ts';
 
 /**
  * Records how an attempt ended and lets go of the message. Fenced by the attempt's number: a
- * dispatcher that held it too long (another claimed it since) changes nothing. A retry whose next
- * attempt would fall past `retryForMs` from the message's start gives it up instead.
+ * dispatcher that held it too long (another claimed it since) changes nothing. A retry is never
+ * later than `retryForMs` from the message's start; one failing at or past that gives it up.
  * Returns the message's status after it, or undefined when the message was no longer this attempt's.
  */
 export async function recordAttempt(db: Db, message: Pick<ClaimedMessage, 'id' | 'attempt'>, record: AttemptRecord): Promise<WebhookStatus | undefined> {
@@ -16,12 +16,16 @@ export async function recordAttempt(db: Db, message: Pick<ClaimedMessage, 'id' |
       statement = sql`update webhook_messages set status = 'delivered', delivered_at = now(), locked_until = null,
         last_status = ${record.status}, last_error = null ${fence}`;
       break;
-    case 'retry':
+    case 'retry': {
+      // The last attempt lands on the deadline itself, whatever the schedule's next wait: "for up
+      // to WEBHOOK_RETRY_FOR" means tried until then, not given up a wait early.
+      const deadline = sql`retry_from + ${interval(record.retryForMs)}`;
       statement = sql`update webhook_messages
-        set status = case when retry_from + ${interval(record.retryForMs)} < now() + ${interval(record.delayMs)} then 'failed' else 'pending' end,
-            next_attempt_at = now() + ${interval(record.delayMs)}, locked_until = null,
+        set status = case when now() >= ${deadline} then 'failed' else 'pending' end,
+            next_attempt_at = least(now() + ${interval(record.delayMs)}, ${deadline}), locked_until = null,
             last_status = ${record.status}, last_error = ${record.error} ${fence}`;
       break;
+    }
     case 'given_up':
       statement = sql`update webhook_messages set status = 'failed', locked_until = null,
         last_status = ${record.status}, last_error = ${record.error} ${fence}`;
