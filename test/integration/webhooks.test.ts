@@ -150,10 +150,14 @@ describe('webhooks', () => {
     const worker = await startTestWorker(h, { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: newSecret(), WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_RETRY_FOR: '2s' });
     each.defer(() => worker.stop());
     await publishBatches(publishDepsOf(h), batches(1, 'Doomed'));
-    const [message] = await waitFor(async () => {
-      const all = await outbox.listDeliveries(h.runtime.database.db);
-      return all[0]?.status === 'failed' ? all : undefined;
-    }, 'the message given up', 30_000);
+    const [message] = await waitFor(
+      async () => {
+        const all = await outbox.listDeliveries(h.runtime.database.db);
+        return all[0]?.status === 'failed' ? all : undefined;
+      },
+      'the message given up',
+      30_000,
+    );
     expect(message).toMatchObject({ type: 'batch.synced', attempts: 2, lastStatus: 503, lastError: 'HTTP 503', nextAttemptAt: null });
     expect(receiver.received).toHaveLength(2);
     expect(receiver.received[1]!.headers['webhook-id']).toBe(receiver.received[0]!.headers['webhook-id']);
