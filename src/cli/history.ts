@@ -1,4 +1,4 @@
-// `classroom-sync history BATCH_ID [--json]`: what happened to a batch, and when.
+// `classroom-sync history BATCH_ID [--json]`: what happened to a batch, and when; see src/commands/history.ts.
 import type { Command } from 'commander';
 import type { Config } from '../config.ts';
 import { withRuntime } from './with-runtime.ts';
@@ -9,18 +9,13 @@ export function registerHistoryCommand(program: Command, getConfig: () => Config
     .argument('<batchId>', 'the batch whose timeline to print')
     .option('--json', 'print JSON')
     .option('--institute <id>', 'institute of the batch (default CLASSROOM_INSTITUTE_ID)')
-    .description("a batch's audit trail: every state transition and remote call, oldest first")
+    .description("a batch's audit trail: every state transition and remote call, oldest first, then its webhook messages")
     .action(async (batchId: string, opts: { json?: boolean; institute?: string }) => {
-      const { formatTimeline, institutesOf, notKnownUnder, readTimeline } = await import('../read-model/index.ts');
+      const { runHistory } = await import('../commands/history.ts');
       await withRuntime(getConfig(), async (rt) => {
         const instituteId = opts.institute ?? rt.config.classroom.instituteId;
-        const timeline = await readTimeline(rt.database.db, { instituteId, batchId });
-        if (timeline) {
-          console.log(opts.json ? JSON.stringify(timeline) : formatTimeline(timeline) || '(no events recorded)');
-          return;
-        }
-        console.error(`batch ${batchId} is ${notKnownUnder(instituteId, await institutesOf(rt.database.db, batchId))}`);
-        process.exitCode = 1;
+        const exitCode = await runHistory(rt.database.db, { batchId, instituteId, json: opts.json === true });
+        if (exitCode !== 0) process.exitCode = exitCode;
       });
     });
 }

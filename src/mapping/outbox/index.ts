@@ -4,5 +4,5 @@ export * from './types.ts';
 export { claimDueMessages } from './claim.ts';
 export { recordAttempt } from './record.ts';
 export { type DeliveryFilter, listDeliveries, messagesOfBatch } from './list.ts';
-export { knownMessageIds, redeliverMessages } from './redeliver.ts';
+export { hurryPending, knownMessageIds, redeliverMessages } from './redeliver.ts';
 export { type OutboxStats, outboxStats, pruneMessages } from './stats.ts';
