@@ -22,22 +22,20 @@ ALTER TABLE "webhook_messages" ADD CONSTRAINT "webhook_messages_batch_row_id_bat
 CREATE UNIQUE INDEX "webhook_messages_message_id_key" ON "webhook_messages" USING btree ("message_id");--> statement-breakpoint
 CREATE INDEX "webhook_messages_due_idx" ON "webhook_messages" USING btree ("next_attempt_at","id") WHERE "webhook_messages"."status" = 'pending';--> statement-breakpoint
 CREATE INDEX "webhook_messages_batch_idx" ON "webhook_messages" USING btree ("batch_row_id","id");--> statement-breakpoint
+CREATE INDEX "webhook_messages_pending_batch_idx" ON "webhook_messages" USING btree ("batch_row_id","id") WHERE "webhook_messages"."status" = 'pending';--> statement-breakpoint
 CREATE INDEX "webhook_messages_status_idx" ON "webhook_messages" USING btree ("status","id");--> statement-breakpoint
 -- The outbox's writer: a message for every state change the integrator hears about, written in the
 -- transaction of the change itself, whichever statement made it (a sync run, a reconciliation
 -- repair, an operator's abandon or its undo). A synced batch whose class or join link changes in
--- place gets a new batch.synced. Times are ISO 8601 in UTC, as JavaScript writes them.
+-- place gets a new batch.synced. Times are ISO 8601 in UTC, as JavaScript writes them. The triggers'
+-- WHEN clauses keep the function off every other write of a batch (its steps, its lease); they
+-- compare states as text, since a fresh database adds the enum's values in this same transaction.
 CREATE FUNCTION "webhook_message_of_batch"() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   kind text;
   data jsonb := jsonb_build_object('instituteId', NEW.institute_id, 'batchId', NEW.batch_id, 'state', NEW.state);
   iso text := 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
 BEGIN
-  IF TG_OP = 'UPDATE' AND OLD.state = NEW.state THEN
-    IF NEW.state <> 'synced' OR (OLD.class_id IS NOT DISTINCT FROM NEW.class_id AND OLD.join_link IS NOT DISTINCT FROM NEW.join_link) THEN
-      RETURN NULL;
-    END IF;
-  END IF;
   IF TG_OP = 'UPDATE' AND OLD.state = 'abandoned' AND NEW.state <> 'abandoned' THEN
     kind := 'batch.abandon_undone';
     data := data || jsonb_build_object('classId', NEW.class_id);
@@ -67,5 +65,13 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
-CREATE TRIGGER "batch_classes_webhook_messages" AFTER INSERT OR UPDATE OF state, class_id, join_link ON "batch_classes"
-  FOR EACH ROW EXECUTE FUNCTION "webhook_message_of_batch"();
+CREATE TRIGGER "batch_classes_webhook_messages_changed" AFTER UPDATE OF state, class_id, join_link ON "batch_classes"
+  FOR EACH ROW
+  WHEN ((OLD.state IS DISTINCT FROM NEW.state AND (NEW.state::text IN ('synced', 'failed', 'needs_review', 'abandoned') OR OLD.state::text = 'abandoned'))
+     OR (NEW.state::text = 'synced' AND (OLD.class_id IS DISTINCT FROM NEW.class_id OR OLD.join_link IS DISTINCT FROM NEW.join_link)))
+  EXECUTE FUNCTION "webhook_message_of_batch"();
+--> statement-breakpoint
+CREATE TRIGGER "batch_classes_webhook_messages_recorded" AFTER INSERT ON "batch_classes"
+  FOR EACH ROW
+  WHEN (NEW.state::text IN ('synced', 'failed', 'needs_review', 'abandoned'))
+  EXECUTE FUNCTION "webhook_message_of_batch"();

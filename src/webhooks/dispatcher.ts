@@ -8,6 +8,8 @@ import { type DeliverDeps, createDeliver } from './deliver.ts';
 export type { DeliveryOutcome } from './deliver.ts';
 
 export interface DispatcherDeps extends DeliverDeps {
+  /** The institutes with an endpoint (undefined: all); others' messages are skipped in bulk. */
+  routed?: readonly string[] | undefined;
   /** How often to look for due messages when nothing woke it sooner (default 1 s). */
   pollMs?: number;
 }
@@ -54,6 +56,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       let claimed: outbox.ClaimedMessage[] = [];
       if (free > 0) {
         try {
+          if (deps.routed) for (const type of await outbox.skipUnrouted(deps.db, deps.routed)) deps.onOutcome?.('skipped', type);
           claimed = await outbox.claimDueMessages(deps.db, free, 2 * settings.timeoutMs + HOLD_MARGIN_MS);
           failures = 0;
         } catch (error) {

@@ -5,11 +5,11 @@ import { createDatabase } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import { type DeliveryOutcome, type Dispatcher, startDispatcher } from './dispatcher.ts';
 import { createWebhookPoster } from './http.ts';
-import { type RoutedAccount, endpointRouter } from './routing.ts';
+import { type RoutedAccount, endpointRouter, routedInstitutes } from './routing.ts';
 import type { WebhookSettings } from './settings.ts';
 
 export type { DeliveryOutcome, Dispatcher } from './dispatcher.ts';
-export { type RoutedAccount, anyEndpoint, endpointRouter } from './routing.ts';
+export { type RoutedAccount, endpointRouter, routedInstitutes } from './routing.ts';
 export { DEFAULT_RETRY_SCHEDULE_MS, type WebhookEndpoint, type WebhookSettings, webhookFields } from './settings.ts';
 export { signMessage } from './sign.ts';
 
@@ -37,6 +37,7 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
     poster,
     settings,
     endpointFor: endpointRouter(deps.accounts, settings.endpoint),
+    routed: routedInstitutes(deps.accounts, settings.endpoint),
     ...(deps.onOutcome ? { onOutcome: deps.onOutcome } : {}),
     ...(deps.pollMs === undefined ? {} : { pollMs: deps.pollMs }),
   });

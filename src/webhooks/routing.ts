@@ -22,7 +22,11 @@ export function endpointRouter(
   return (instituteId) => (byInstitute.has(instituteId) ? byInstitute.get(instituteId) : otherwise);
 }
 
-/** Whether any institute has an endpoint (without one, no dispatcher needs to post anything). */
-export function anyEndpoint(accounts: readonly RoutedAccount[], fallback: WebhookEndpoint | undefined): boolean {
-  return fallback !== undefined || accounts.some((account) => account.webhook !== undefined);
+/**
+ * The institutes whose messages have an endpoint, or undefined when every institute's have (a
+ * WEBHOOK_URL, or an endpoint on the account serving any institute): the rest are skipped in bulk.
+ */
+export function routedInstitutes(accounts: readonly RoutedAccount[], fallback: WebhookEndpoint | undefined): string[] | undefined {
+  if (fallback !== undefined || accounts.some((account) => account.anyInstitute && account.webhook)) return undefined;
+  return accounts.filter((account) => account.webhook !== undefined).flatMap((account) => account.instituteIds);
 }

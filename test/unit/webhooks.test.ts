@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { verdictOf } from '../../src/webhooks/outcome.ts';
-import { endpointRouter } from '../../src/webhooks/routing.ts';
+import { endpointRouter, routedInstitutes } from '../../src/webhooks/routing.ts';
 import { parseRetryAfter, retryDelayMs } from '../../src/webhooks/schedule.ts';
 import { DEFAULT_RETRY_SCHEDULE_MS } from '../../src/webhooks/settings.ts';
 import { signMessage } from '../../src/webhooks/sign.ts';
@@ -89,5 +89,9 @@ describe('webhook settings', () => {
     expect(route('s1')).toBe(fallback);
     expect(route('unknown')).toBe(fallback);
     expect(endpointRouter([{ instituteIds: ['s1'] }], undefined)('s1')).toBeUndefined();
+    // What is skipped in bulk: nothing with WEBHOOK_URL; else every institute but the routed ones.
+    expect(routedInstitutes([{ instituteIds: ['n1'], webhook: own }], fallback)).toBeUndefined();
+    expect(routedInstitutes([{ instituteIds: ['n1', 'n2'], webhook: own }, { instituteIds: ['s1'] }], undefined)).toEqual(['n1', 'n2']);
+    expect(routedInstitutes([{ instituteIds: ['d'], anyInstitute: true }], undefined)).toEqual([]);
   });
 });

@@ -53,6 +53,8 @@ export const webhookMessages = pgTable(
     uniqueIndex('webhook_messages_message_id_key').on(t.messageId),
     index('webhook_messages_due_idx').on(t.nextAttemptAt, t.id).where(sql`${t.status} = 'pending'`),
     index('webhook_messages_batch_idx').on(t.batchRowId, t.id),
+    // Each batch's oldest pending message: the one a claim may take (one batch's messages go in order).
+    index('webhook_messages_pending_batch_idx').on(t.batchRowId, t.id).where(sql`${t.status} = 'pending'`),
     index('webhook_messages_status_idx').on(t.status, t.id),
   ],
 );

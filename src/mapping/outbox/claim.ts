@@ -18,6 +18,10 @@ interface RawClaim {
  * go of them then). Per batch, only its oldest pending message is ever due: a later message waits
  * until the earlier one is delivered or given up, so one batch's messages arrive in order. Several
  * dispatchers claim side by side (`skip locked`) and never the same message.
+ *
+ * The batch's oldest pending message is looked up per candidate (a subplan on a partial index), not
+ * as an anti-join: statistics taken while nothing was pending made PostgreSQL plan the anti-join as
+ * a nested loop over every pending message per pending message (1.6 s for one claim at 1,663).
  */
 export async function claimDueMessages(db: Db, limit: number, holdMs: number): Promise<ClaimedMessage[]> {
   const { rows } = await execute<RawClaim>(
@@ -26,7 +30,7 @@ export async function claimDueMessages(db: Db, limit: number, holdMs: number): P
           select m.id from webhook_messages m
            where m.status = 'pending' and m.next_attempt_at <= now()
              and (m.locked_until is null or m.locked_until < now())
-             and not exists (select 1 from webhook_messages e where e.batch_row_id = m.batch_row_id and e.status = 'pending' and e.id < m.id)
+             and m.id = (select e.id from webhook_messages e where e.batch_row_id = m.batch_row_id and e.status = 'pending' order by e.id limit 1)
            order by m.next_attempt_at, m.id
            limit ${limit}
            for update of m skip locked)

@@ -2,7 +2,7 @@
 // the integrator hears about (migrations/0007); these are its readers and its dispatcher's writes.
 export * from './types.ts';
 export { claimDueMessages } from './claim.ts';
-export { recordAttempt } from './record.ts';
+export { recordAttempt, skipUnrouted } from './record.ts';
 export { type DeliveryFilter, listDeliveries, messagesOfBatch } from './list.ts';
 export { hurryPending, knownMessageIds, redeliverMessages } from './redeliver.ts';
 export { type OutboxStats, outboxStats, pruneMessages } from './stats.ts';

@@ -38,3 +38,18 @@ export async function recordAttempt(db: Db, message: Pick<ClaimedMessage, 'id' |
   const { rows } = await execute<{ status: WebhookStatus }>(db, statement);
   return rows[0]?.status;
 }
+
+/**
+ * Records every due message of an institute outside `routedInstitutes` as skipped, in one statement
+ * (a deployment without webhooks pays one statement a poll, not two per message). Returns their types.
+ */
+export async function skipUnrouted(db: Db, routedInstitutes: readonly string[]): Promise<string[]> {
+  const { rows } = await execute<{ type: string }>(
+    db,
+    sql`update webhook_messages set status = 'skipped', last_error = 'no webhook endpoint is configured for institute ' || institute_id
+         where status = 'pending' and next_attempt_at <= now() and (locked_until is null or locked_until < now())
+           and institute_id <> all(${sql.param([...routedInstitutes])}::text[])
+       returning type`,
+  );
+  return rows.map((r) => r.type);
+}
