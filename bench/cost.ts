@@ -17,7 +17,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import type pg from 'pg';
+import { countStatements } from './support/statements.ts';
 import { loadConfig } from '../src/config.ts';
 import { publishBatches } from '../src/intake/publish.ts';
 import { createLogger } from '../src/logger.ts';
@@ -198,20 +199,6 @@ async function workerChild(): Promise<void> {
     if (m === 'stop') void worker.stop().then(() => process.exit(0));
   });
   process.send!('ready');
-}
-
-/** Counts every statement sent by any pg client of this process (they still run as usual). */
-function countStatements(): () => number {
-  let count = 0;
-  const proto = pg.Client.prototype as unknown as { query: (a: unknown, b: unknown, c: unknown) => unknown };
-  const original = proto.query;
-  // Fixed arity (pg's query takes at most three): a rest-and-apply wrapper cost the measured worker
-  // a few microseconds a statement.
-  proto.query = function (this: unknown, a: unknown, b: unknown, c: unknown) {
-    count += 1;
-    return original.call(this, a, b, c);
-  };
-  return () => count;
 }
 
 /** The floor: per batch, the three requests the worker sends, through bare fetch. */

@@ -30,7 +30,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import type pg from 'pg';
 import { TransactionRollbackError } from 'drizzle-orm/errors';
 import { Webhook } from 'standardwebhooks';
 import { type Config, loadConfig } from '../src/config.ts';
@@ -43,6 +43,7 @@ import { within } from '../src/timeout.ts';
 import { startWebhookDelivery } from '../src/webhooks/index.ts';
 import { machineCpuSeconds, processCpuSeconds, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round, steadyRate } from './support/report.ts';
+import { countStatements } from './support/statements.ts';
 import { argValue, benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -340,17 +341,8 @@ async function quiesce(pool: Pool): Promise<void> {
   await pool.query('checkpoint').catch(() => {});
 }
 
-/** Counts every statement sent by any pg client of this process (the dispatcher's, while a delivery run lasts). */
-const statements = (() => {
-  let count = 0;
-  const proto = pg.Client.prototype as unknown as { query: (a: unknown, b: unknown, c: unknown) => unknown };
-  const original = proto.query;
-  proto.query = function (this: unknown, a: unknown, b: unknown, c: unknown) {
-    count += 1;
-    return original.call(this, a, b, c);
-  };
-  return () => count;
-})();
+/** Every statement this process sends (the dispatcher's, while a delivery run lasts). */
+const statements = countStatements();
 
 async function countStates(pool: Pool, like: string): Promise<{ synced: number; terminal: number }> {
   const { rows } = await pool.query<{ synced: string; terminal: string }>(
