@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { classroomFields as f } from '../classroom/settings.ts';
-import { webhookFields } from '../webhooks/settings.ts';
+import { unpaired, webhookFields } from '../webhooks/settings.ts';
 
 const accountName = z
   .string()
@@ -36,9 +36,8 @@ const accountSchema = z
     webhookSecret: webhookFields.secrets.optional(),
   })
   .superRefine((entry, ctx) => {
-    if ((entry.webhookUrl === undefined) === (entry.webhookSecret === undefined)) return;
-    const [missing, other] = entry.webhookUrl === undefined ? ['webhookUrl', 'webhookSecret'] : ['webhookSecret', 'webhookUrl'];
-    ctx.addIssue({ code: 'custom', path: [missing], message: `must be set when ${other} is (messages are always signed)` });
+    const missing = unpaired(entry.webhookUrl, entry.webhookSecret, { url: 'webhookUrl', secrets: 'webhookSecret' });
+    if (missing) ctx.addIssue({ code: 'custom', path: [missing.field], message: missing.reason });
   });
 
 /** Enough for any integrator; bounds the `account` metric label. */

@@ -59,11 +59,19 @@ export interface WebhookInput extends Omit<WebhookSettings, 'endpoint'> {
   secrets: readonly string[] | undefined;
 }
 
+/**
+ * A URL and its secrets come together or not at all (messages are always signed): the one missing,
+ * named as the caller names the two (`WEBHOOK_URL`/`WEBHOOK_SECRET`, `webhookUrl`/`webhookSecret`).
+ */
+export function unpaired(url: unknown, secrets: unknown, names: { url: string; secrets: string }): { field: string; reason: string } | undefined {
+  if ((url === undefined) === (secrets === undefined)) return undefined;
+  const [field, other] = url === undefined ? [names.url, names.secrets] : [names.secrets, names.url];
+  return { field, reason: `must be set when ${other} is (messages are always signed)` };
+}
+
 export function webhookSettingsOf(input: WebhookInput): { ok: true; settings: WebhookSettings } | { ok: false; problem: { variable: string; reason: string } } {
   const { url, secrets, ...delivery } = input;
-  if ((url === undefined) !== (secrets === undefined)) {
-    const [variable, other] = url === undefined ? ['WEBHOOK_URL', 'WEBHOOK_SECRET'] : ['WEBHOOK_SECRET', 'WEBHOOK_URL'];
-    return { ok: false, problem: { variable, reason: `must be set when ${other} is (messages are always signed)` } };
-  }
+  const missing = unpaired(url, secrets, { url: 'WEBHOOK_URL', secrets: 'WEBHOOK_SECRET' });
+  if (missing) return { ok: false, problem: { variable: missing.field, reason: missing.reason } };
   return { ok: true, settings: { endpoint: url && secrets ? { url, secrets } : undefined, ...delivery } };
 }
