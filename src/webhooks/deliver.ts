@@ -1,10 +1,11 @@
 // One attempt at one message: sign it, post it, and record what the answer means.
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
-import { outbox } from '../mapping/index.ts';
+import type { outbox } from '../mapping/index.ts';
 import { packageVersion } from '../version.ts';
 import type { WebhookPoster } from './http.ts';
 import { verdictOf } from './outcome.ts';
+import { type RecordAttempt, createAttemptRecorder } from './recorder.ts';
 import type { WebhookEndpoint, WebhookSettings } from './settings.ts';
 import { signMessage } from './sign.ts';
 
@@ -22,29 +23,47 @@ export interface DeliverDeps {
   onOutcome?: (outcome: DeliveryOutcome, type: string) => void;
 }
 
-export function createDeliver(deps: DeliverDeps): (message: outbox.ClaimedMessage) => Promise<void> {
-  const { settings, logger } = deps;
+/**
+ * One attempt in two parts: `sent` settles when the endpoint has answered (or not: a timeout, a
+ * refused connection), which frees its delivery slot; `done` when the answer is recorded. Answers
+ * are recorded together (./recorder.ts), so a slot never waits for a statement.
+ */
+export interface Attempt {
+  sent: Promise<unknown>;
+  done: Promise<void>;
+}
+
+export function createDeliver(deps: DeliverDeps): (message: outbox.ClaimedMessage) => Attempt {
+  const { settings } = deps;
   const userAgent = `classroom-sync/${packageVersion()} (webhooks)`;
-  return async (message: outbox.ClaimedMessage): Promise<void> => {
+  const recordAttempt: RecordAttempt = createAttemptRecorder(deps.db, { batch: settings.concurrency });
+  return (message) => {
     const endpoint = deps.endpointFor(message.instituteId);
     if (!endpoint) {
-      await outbox.recordAttempt(deps.db, message, { outcome: 'skipped', error: `no webhook endpoint is configured for institute ${message.instituteId}` });
-      deps.onOutcome?.('skipped', message.type);
-      return;
+      const record = { outcome: 'skipped', error: `no webhook endpoint is configured for institute ${message.instituteId}` } as const;
+      const done = recordAttempt(message, record).then(() => deps.onOutcome?.('skipped', message.type));
+      return { sent: Promise.resolve(), done };
     }
     const body = JSON.stringify({ type: message.type, timestamp: message.occurredAt.toISOString(), data: message.data });
     const headers = { ...signMessage(endpoint.secrets, message.messageId, body), 'content-type': 'application/json', 'user-agent': userAgent };
-    const verdict = verdictOf(await deps.poster.post(endpoint.url, body, headers), message.attempt, settings);
-    const status = await outbox.recordAttempt(deps.db, message, verdict);
-    if (status === undefined) return;
-    const outcome: DeliveryOutcome = verdict.outcome === 'retry' && status === 'failed' ? 'given_up' : verdict.outcome;
-    deps.onOutcome?.(outcome, message.type);
-    if (outcome === 'given_up') {
-      const { messageId, type, instituteId, batchId, attempt } = message;
-      logger.warn(
-        { messageId, type, instituteId, batchId, attempts: attempt, error: 'error' in verdict ? verdict.error : undefined },
-        'webhook message given up; `classroom-sync redeliver` sends it again',
-      );
-    }
+    const sent = deps.poster.post(endpoint.url, body, headers);
+    const done = sent.then(async (answer) => {
+      const verdict = verdictOf(answer, message.attempt, settings);
+      reportOutcome(deps, message, verdict, await recordAttempt(message, verdict));
+    });
+    return { sent, done };
   };
+}
+
+/** Counts what an attempt came to, and says so when it gave the message up. */
+function reportOutcome(deps: DeliverDeps, message: outbox.ClaimedMessage, verdict: outbox.AttemptRecord, status: outbox.WebhookStatus | undefined): void {
+  if (status === undefined) return; // no longer this attempt's: another dispatcher took it since
+  const outcome: DeliveryOutcome = verdict.outcome === 'retry' && status === 'failed' ? 'given_up' : verdict.outcome;
+  deps.onOutcome?.(outcome, message.type);
+  if (outcome !== 'given_up') return;
+  const { messageId, type, instituteId, batchId, attempt } = message;
+  deps.logger.warn(
+    { messageId, type, instituteId, batchId, attempts: attempt, error: 'error' in verdict ? verdict.error : undefined },
+    'webhook message given up; `classroom-sync redeliver` sends it again',
+  );
 }

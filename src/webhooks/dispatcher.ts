@@ -2,8 +2,8 @@
 // concurrency, and records how each attempt ended. Off the sync path entirely: a down endpoint holds
 // no memory (pending messages stay in the table) and takes no sync job's slot or connection.
 import { outbox } from '../mapping/index.ts';
-import { within } from '../timeout.ts';
 import { type DeliverDeps, createDeliver } from './deliver.ts';
+import { createSlots } from './slots.ts';
 
 export type { DeliveryOutcome } from './deliver.ts';
 
@@ -22,54 +22,52 @@ export interface Dispatcher {
 }
 
 /**
- * A claim lasts twice the request's timeout and this much more: time to record the answer. Past
- * it, another dispatcher may take the message (a dead one's are sent again that soon).
+ * A claim lasts twice the request's timeout and this much more: a message may wait one timeout for a
+ * slot (./slots.ts), its attempt one more, and this is time to record the answer. Past it, another
+ * dispatcher may take the message (a dead one's are sent again that soon).
  */
 const HOLD_MARGIN_MS = 5_000;
+/** A claim brings up to this many times WEBHOOK_CONCURRENCY messages: fewer, larger statements. */
+const PREFETCH = 4;
 
 export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   const { settings, logger } = deps;
   const pollMs = deps.pollMs ?? 1_000;
-  const inFlight = new Set<Promise<void>>();
+  const capacity = settings.concurrency * PREFETCH;
   let stopped = false;
   let wake: (() => void) | undefined;
   const nudge = () => wake?.();
-
-  const deliver = createDeliver(deps);
-
-  const track = (message: outbox.ClaimedMessage) => {
-    const attempt = deliver(message)
-      .catch((error: unknown) =>
-        logger.warn({ err: error, messageId: message.messageId }, 'could not record a webhook attempt; tried again once its claim ends'),
-      )
-      .finally(() => {
-        inFlight.delete(attempt);
-        nudge();
-      });
-    inFlight.add(attempt);
-  };
+  const slots = createSlots({
+    deliver: createDeliver(deps),
+    release: (messages) => outbox.releaseClaims(deps.db, messages),
+    logger,
+    concurrency: settings.concurrency,
+    maxWaitMs: settings.timeoutMs,
+    // Claim again once a slot-load of room is free: several messages a claim, not one an attempt.
+    onFree: () => capacity - slots.held() >= settings.concurrency && nudge(),
+  });
+  const claim = dueMessages(deps, pollMs);
 
   const loop = async () => {
     let failures = 0;
     while (!stopped) {
-      const free = settings.concurrency - inFlight.size;
+      const room = capacity - slots.held();
       let claimed: outbox.ClaimedMessage[] = [];
-      if (free > 0) {
+      if (room > 0) {
+        const claimedAt = Date.now();
         try {
-          if (deps.routed) for (const type of await outbox.skipUnrouted(deps.db, deps.routed)) deps.onOutcome?.('skipped', type);
-          claimed = await outbox.claimDueMessages(deps.db, free, 2 * settings.timeoutMs + HOLD_MARGIN_MS);
+          claimed = await claim(room);
           failures = 0;
         } catch (error) {
           failures += 1;
           if (failures === 1) logger.warn({ err: error }, 'cannot read the webhook outbox; trying again');
         }
-        for (const message of claimed) track(message);
+        slots.take(claimed, claimedAt);
       }
-      // A full claim may mean more is due: look again as soon as a slot is free.
-      if (claimed.length > 0 && claimed.length === free) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, failures > 0 ? Math.min(pollMs * 2 ** failures, 30_000) : pollMs);
-        wake = () => resolve(clearTimeout(timer));
+      // A full claim may mean more is due: look again as soon as there is room.
+      if (claimed.length > 0 && claimed.length === room) continue;
+      await pause(failures > 0 ? Math.min(pollMs * 2 ** failures, 30_000) : pollMs, (early) => {
+        wake = early;
       });
       wake = undefined;
     }
@@ -82,7 +80,30 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       stopped = true;
       nudge();
       await running;
-      await within(Promise.allSettled([...inFlight]), graceMs);
+      await slots.drain(graceMs);
     },
   };
+}
+
+/**
+ * Claims up to `free` due messages. Messages of institutes without an endpoint are first recorded
+ * skipped in bulk, once a poll: a claim that takes one in between records it skipped too (deliver.ts).
+ */
+function dueMessages(deps: DispatcherDeps, pollMs: number): (free: number) => Promise<outbox.ClaimedMessage[]> {
+  let skippedAt = Number.NEGATIVE_INFINITY;
+  return async (free) => {
+    if (deps.routed && Date.now() - skippedAt >= pollMs) {
+      skippedAt = Date.now();
+      for (const type of await outbox.skipUnrouted(deps.db, deps.routed)) deps.onOutcome?.('skipped', type);
+    }
+    return outbox.claimDueMessages(deps.db, free, 2 * deps.settings.timeoutMs + HOLD_MARGIN_MS);
+  };
+}
+
+/** Waits `ms`, or less if the function handed to `onWake` is called first. */
+function pause(ms: number, onWake: (wake: () => void) => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    onWake(() => resolve(clearTimeout(timer)));
+  });
 }

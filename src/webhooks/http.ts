@@ -34,7 +34,9 @@ export function createWebhookPoster(options: { timeoutMs: number; connections: n
         return { status: undefined, error: describeFailure(error, timeoutMs) };
       }
     },
-    close: () => agent.close(),
+    // Called once the dispatcher's grace is over: a request still out is abandoned (its message is
+    // sent again when its claim ends), not waited for up to WEBHOOK_TIMEOUT.
+    close: () => agent.destroy(),
   };
 }
 

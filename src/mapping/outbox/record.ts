@@ -1,42 +1,47 @@
 import { sql } from 'drizzle-orm';
-import { type Db, execute, interval } from '../sql.ts';
+import { type Db, execute } from '../sql.ts';
 import type { AttemptRecord, ClaimedMessage, WebhookStatus } from './types.ts';
 
+export interface AttemptEntry {
+  message: Pick<ClaimedMessage, 'id' | 'attempt'>;
+  record: AttemptRecord;
+}
+
 /**
- * Records how an attempt ended and lets go of the message. Fenced by the attempt's number: a
- * dispatcher that held it too long (another claimed it since) changes nothing. A retry is never
- * later than `retryForMs` from the message's start; one failing at or past that gives it up.
- * Returns the message's status after it, or undefined when the message was no longer this attempt's.
+ * Records how attempts ended and lets go of their messages, all in one statement (a dispatcher
+ * records what finished together: one round trip, not one a message). Each is fenced by its
+ * attempt's number: a dispatcher that held a message too long (another claimed it since) changes
+ * nothing. A retry is never later than `retryForMs` from the message's start, and one failing at
+ * or past that gives it up: "for up to WEBHOOK_RETRY_FOR" means tried until then, the last attempt
+ * on the deadline itself whatever the schedule's next wait. Returns each entry's status after it,
+ * in order, or undefined where the message was no longer that attempt's.
  */
-export async function recordAttempt(db: Db, message: Pick<ClaimedMessage, 'id' | 'attempt'>, record: AttemptRecord): Promise<WebhookStatus | undefined> {
-  const fence = sql`where id = ${message.id} and attempts = ${message.attempt} and status = 'pending' returning status`;
-  let statement: ReturnType<typeof sql>;
-  switch (record.outcome) {
-    case 'delivered':
-      statement = sql`update webhook_messages set status = 'delivered', delivered_at = now(), locked_until = null,
-        last_status = ${record.status}, last_error = null ${fence}`;
-      break;
-    case 'retry': {
-      // The last attempt lands on the deadline itself, whatever the schedule's next wait: "for up
-      // to WEBHOOK_RETRY_FOR" means tried until then, not given up a wait early.
-      const deadline = sql`retry_from + ${interval(record.retryForMs)}`;
-      statement = sql`update webhook_messages
-        set status = case when now() >= ${deadline} then 'failed' else 'pending' end,
-            next_attempt_at = least(now() + ${interval(record.delayMs)}, ${deadline}), locked_until = null,
-            last_status = ${record.status}, last_error = ${record.error} ${fence}`;
-      break;
-    }
-    case 'given_up':
-      statement = sql`update webhook_messages set status = 'failed', locked_until = null,
-        last_status = ${record.status}, last_error = ${record.error} ${fence}`;
-      break;
-    case 'skipped':
-      statement = sql`update webhook_messages set status = 'skipped', locked_until = null, attempts = attempts - 1,
-        last_error = ${record.error} ${fence}`;
-      break;
-  }
-  const { rows } = await execute<{ status: WebhookStatus }>(db, statement);
-  return rows[0]?.status;
+export async function recordAttempts(db: Db, entries: readonly AttemptEntry[]): Promise<(WebhookStatus | undefined)[]> {
+  if (entries.length === 0) return [];
+  const column = <T>(of: (entry: AttemptEntry) => T) => sql.param(entries.map(of));
+  const deadline = sql`w.retry_from + v.retry_for_ms * interval '1 millisecond'`;
+  const { rows } = await execute<{ id: string; status: WebhookStatus }>(
+    db,
+    sql`update webhook_messages w
+           set status = case v.outcome when 'delivered' then 'delivered' when 'skipped' then 'skipped' when 'given_up' then 'failed'
+                          else case when now() >= ${deadline} then 'failed' else 'pending' end end,
+               delivered_at = case when v.outcome = 'delivered' then now() else w.delivered_at end,
+               next_attempt_at = case when v.outcome = 'retry' then least(now() + v.delay_ms * interval '1 millisecond', ${deadline}) else w.next_attempt_at end,
+               locked_until = null,
+               attempts = case when v.outcome = 'skipped' then w.attempts - 1 else w.attempts end,
+               last_status = case when v.outcome = 'skipped' then w.last_status else v.status end,
+               last_error = case when v.outcome = 'delivered' then null else v.error end
+          from unnest(${column((e) => e.message.id)}::bigint[], ${column((e) => e.message.attempt)}::int[],
+                      ${column((e) => e.record.outcome)}::text[], ${column((e) => ('status' in e.record ? e.record.status : null))}::int[],
+                      ${column((e) => ('error' in e.record ? e.record.error : null))}::text[],
+                      ${column((e) => (e.record.outcome === 'retry' ? e.record.delayMs : null))}::float8[],
+                      ${column((e) => (e.record.outcome === 'retry' ? e.record.retryForMs : null))}::float8[])
+               as v(id, attempt, outcome, status, error, delay_ms, retry_for_ms)
+         where w.id = v.id and w.attempts = v.attempt and w.status = 'pending'
+        returning w.id, w.status`,
+  );
+  const statusOf = new Map(rows.map((r) => [Number(r.id), r.status]));
+  return entries.map((e) => statusOf.get(e.message.id));
 }
 
 /**
