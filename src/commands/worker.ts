@@ -9,7 +9,7 @@ import { createReconciler } from '../reconcile/scheduler.ts';
 import { type Runtime, createRuntime } from '../runtime.ts';
 import { within } from '../timeout.ts';
 import { type SyncWorker, createSyncWorker } from '../sync/worker.ts';
-import { type WebhookDelivery, startWebhookDelivery } from '../webhooks/index.ts';
+import { type WebhookDelivery, startWebhookThread } from '../webhooks/index.ts';
 
 export interface WorkerProcessOptions {
   /** Require API_TOKEN on /metrics too. */
@@ -57,8 +57,8 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
     throw error;
   });
   http.addQueue(reconciler.queue);
-  // Off the sync path: its own pool and connections; a down endpoint never slows a batch.
-  const webhooks = startWebhookDelivery({
+  // Off the sync path: its own thread, pool and connections; a down endpoint never slows a batch.
+  const webhooks = startWebhookThread({
     databaseUrl: config.databaseUrl,
     settings: config.webhooks,
     accounts: config.accounts,

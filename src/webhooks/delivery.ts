@@ -1,17 +1,11 @@
-// Webhooks: the integrator hears of every settled batch by a signed Standard Webhooks message. The
-// outbox rows are written by PostgreSQL itself beside each state change (migrations/0007); this module
-// delivers them, on a connection pool and HTTP connections of its own.
+// Delivery in this thread: the dispatcher with a connection pool and HTTP connections of its own.
+// A worker runs it on a thread of its own (./thread.ts); benchmarks and the thread itself call it here.
 import { createDatabase } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import { type DeliveryOutcome, type Dispatcher, startDispatcher } from './dispatcher.ts';
 import { createWebhookPoster } from './http.ts';
 import { type RoutedAccount, endpointRouter, routedInstitutes } from './routing.ts';
 import type { WebhookSettings } from './settings.ts';
-
-export type { DeliveryOutcome, Dispatcher } from './dispatcher.ts';
-export { type RoutedAccount, endpointRouter, routedInstitutes } from './routing.ts';
-export { DEFAULT_RETRY_SCHEDULE_MS, type WebhookEndpoint, type WebhookSettings, webhookFields } from './settings.ts';
-export { signMessage } from './sign.ts';
 
 export interface WebhookDeliveryDeps {
   databaseUrl: string;
@@ -22,9 +16,8 @@ export interface WebhookDeliveryDeps {
   pollMs?: number;
 }
 
-export interface WebhookDelivery extends Dispatcher {
-  close(graceMs: number): Promise<void>;
-}
+/** The dispatcher with its pool and HTTP connections: `close` lets go of them too. */
+export type WebhookDelivery = Dispatcher;
 
 export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery {
   const { settings } = deps;

@@ -2,6 +2,7 @@
 // that the reference library verifies, from an outbox PostgreSQL writes beside the state change.
 import { describe, expect, it } from 'vitest';
 import { publishBatchCreated, publishBatches } from '../../src/intake/publish.ts';
+import { createLogger } from '../../src/logger.ts';
 import { outbox } from '../../src/mapping/index.ts';
 import { abandonBatches, undoAbandon } from '../../src/sync/abandon.ts';
 import { writeAccountsFile } from '../helpers/accounts.ts';
@@ -9,7 +10,7 @@ import { rowOf, untilAllSynced } from '../helpers/batches.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarnessPerTest } from '../helpers/use-harness.ts';
 import { newSecret, startReceiver, verify } from '../helpers/webhook-receiver.ts';
-import { startTestWorker } from './http-helpers.ts';
+import { call, startTestWorker } from './http-helpers.ts';
 
 const each = useHarnessPerTest();
 
@@ -146,8 +147,15 @@ describe('webhooks', () => {
     each.defer(() => receiver.close());
     receiver.answer = () => 503;
     const h = await each.harness();
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', destination: { write: (line: string) => void lines.push(line) } });
+    const secret = newSecret();
     // The schedule's next wait (1 h) ends far past the 2 s allowed: one more attempt, at the 2 s.
-    const worker = await startTestWorker(h, { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: newSecret(), WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_RETRY_FOR: '2s' });
+    const worker = await startTestWorker(
+      h,
+      { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret, WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_RETRY_FOR: '2s' },
+      { logger },
+    );
     each.defer(() => worker.stop());
     await publishBatches(publishDepsOf(h), batches(1, 'Doomed'));
     const [message] = await waitFor(
@@ -161,5 +169,21 @@ describe('webhooks', () => {
     expect(message).toMatchObject({ type: 'batch.synced', attempts: 2, lastStatus: 503, lastError: 'HTTP 503', nextAttemptAt: null });
     expect(receiver.received).toHaveLength(2);
     expect(receiver.received[1]!.headers['webhook-id']).toBe(receiver.received[0]!.headers['webhook-id']);
+
+    // Delivery runs on a thread of its own: its outcomes reach the worker's metrics, its lines the worker's log.
+    await waitFor(async () => {
+      const text = (await call(`${worker.url}/metrics`)).text;
+      return /webhook_deliveries_total\{outcome="given_up"\} 1\b/.test(text) && /webhook_deliveries_total\{outcome="retry"\} 1\b/.test(text) ? text : undefined;
+    }, 'one retry and one given_up counted');
+    const givenUp = await waitFor(() => lines.map((l) => JSON.parse(l)).find((l) => l.msg?.startsWith('webhook message given up')), 'the given-up line');
+    expect(givenUp).toMatchObject({
+      level: 40,
+      component: 'webhooks',
+      service: 'classroom-sync',
+      messageId: message!.messageId,
+      batchId: 'doomed-0',
+      attempts: 2,
+    });
+    expect(lines.join('\n')).not.toContain(secret.slice('whsec_'.length));
   });
 });
