@@ -1,6 +1,5 @@
 // Inside the delivery thread: runs the dispatcher and reports to the worker's main thread, which
 // owns the logger's destination and the metrics. Outcomes are counted here and sent in batches.
-import { platform, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../logger.ts';
 import type { DeliveryOutcome } from './dispatcher.ts';
@@ -11,16 +10,6 @@ const port = parentPort;
 if (!port) throw new Error('src/webhooks/thread-main.ts runs only as a worker thread (see src/webhooks/thread.ts)');
 
 const data = workerData as ThreadData;
-
-/**
- * Delivery is background work beside the sync: on a saturated machine the sync jobs get the CPU
- * first and deliveries take what is left (a nice-10 thread still gets about a tenth of a core it
- * contends for, so deliveries slow down but never stop); on a machine with room nothing changes.
- * On Linux a nice value belongs to one thread; elsewhere it would be the whole process's, so it is
- * left alone there.
- */
-const DELIVERY_NICE = 10;
-if (platform() === 'linux') setPriority(DELIVERY_NICE);
 // Censored here as everywhere; the main thread writes the lines through its own logger.
 const logger = createLogger({ level: data.logLevel, destination: { write: (line: string) => port.postMessage({ kind: 'log', line } satisfies ThreadReport) } });
 

@@ -12,6 +12,8 @@ export interface ThreadData {
   accounts: RoutedAccount[];
   logLevel: string;
   pollMs?: number | undefined;
+  /** The thread's scheduling priority on Linux (see ./thread.ts). */
+  nice: number;
 }
 
 export type ThreadRequest = { kind: 'nudge' } | { kind: 'close'; graceMs: number };

@@ -10,6 +10,14 @@ import { within } from '../timeout.ts';
 import type { WebhookDelivery, WebhookDeliveryDeps } from './delivery.ts';
 import type { ThreadData, ThreadReport, ThreadRequest } from './thread-protocol.ts';
 
+/**
+ * Delivery is background work beside the sync: on Linux its thread runs at the lowest priority, so
+ * on a busy machine the sync jobs get the CPU first and deliveries take what is left. It still runs
+ * whenever a core is idle, and gets a small share when none is: a machine kept saturated for long
+ * delays messages (ClassroomSyncWebhooksBacklog says so), it never stops them.
+ */
+const DELIVERY_NICE = 19;
+
 /** Past the grace it gave the dispatcher, how long `close` waits for the thread's last report. */
 const CLOSE_MARGIN_MS = 2_000;
 
@@ -23,6 +31,7 @@ export function startWebhookThread(deps: WebhookDeliveryDeps): WebhookDelivery {
     accounts: deps.accounts.map(({ instituteIds, anyInstitute, webhook }) => ({ instituteIds, anyInstitute, webhook })),
     logLevel: logger.level,
     pollMs: deps.pollMs,
+    nice: DELIVERY_NICE,
   };
   const thread = new Worker(new URL('./thread-boot.mjs', import.meta.url), { workerData: data, name: 'classroom-sync-webhooks' });
   let closing: Promise<void> | undefined;
