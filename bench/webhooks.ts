@@ -1,8 +1,8 @@
 // Webhooks: how fast the dispatcher empties the outbox to a local endpoint, and whether delivering
 // the messages slows the sync beside it.
 //
-//   npm run bench:webhooks                               # 2,000 messages a delivery run, 1,500 batches a sync run, 2 rounds
-//   npm run bench:webhooks -- --messages 20000 --batches 3000 --rounds 3
+//   npm run bench:webhooks                               # 2,000 messages a delivery run, 1,500 batches a sync run, 4 rounds
+//   npm run bench:webhooks -- --messages 20000 --batches 3000 --rounds 6
 //   npm run bench:webhooks -- --latency 100 --concurrency 64 --webhook-concurrency 8,32
 //
 // The endpoint is this file with --receiver-child, in a process of its own: node:http on loopback
@@ -18,8 +18,9 @@
 //      WEBHOOK_URL (off: its dispatcher still runs and records each message skipped) or with it at
 //      the endpoint (on); B batches published at once; batches/s = slope of the synced count between
 //      10 % and 90 % of B. Runs go off, on, on, off, … (after one unmeasured run that warms the
-//      sandbox, the endpoint and PostgreSQL), so drift in the machine's load falls on both sides; the
-//      ratio of the means is judged against 0.95. When the last batch is synced, the backlog and the
+//      sandbox, the endpoint and PostgreSQL), so drift in the machine's load falls on both sides (an
+//      even number of rounds cancels a steady drift exactly: runs slow down as the tables and the
+//      sandbox's store grow); the ratio of the means is judged against 0.95. When the last batch is synced, the backlog and the
 //      time of one claim (`claimDueMessages`, rolled back); then up to 15 s for the run's messages to
 //      be settled (what is left is set aside, so the next run's worker does not send it).
 // Before every run, `vacuum (analyze)` and a checkpoint: a delivery run's statistics then know its N
@@ -41,7 +42,7 @@ import { outbox } from '../src/mapping/index.ts';
 import { createRuntime, publishDepsOf } from '../src/runtime.ts';
 import { within } from '../src/timeout.ts';
 import { startWebhookDelivery } from '../src/webhooks/index.ts';
-import { machineCpuSeconds, processCpuSeconds, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
+import { commandCpuSeconds, machineCpuSeconds, processCpuSeconds, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round, steadyRate } from './support/report.ts';
 import { countStatements } from './support/statements.ts';
 import { argValue, benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';
@@ -67,6 +68,7 @@ interface EndpointStats {
 
 interface Endpoint {
   url: string;
+  pid: number;
   stats(): Promise<EndpointStats>;
   stop(): Promise<void>;
 }
@@ -97,6 +99,8 @@ interface SyncRun {
   wallSeconds: number;
   /** The worker's CPU from publishing until every message of the run was settled, per batch. */
   workerCpuMsPerBatch: number | undefined;
+  /** CPU per batch from publishing until the last batch was synced, by process (machine: all of it). */
+  cpuMsPerBatch: Record<CpuParty, number | undefined>;
   machineBusy: number | undefined;
   /** Its messages by outbox status once settled. */
   outbox: Record<string, number>;
@@ -111,10 +115,23 @@ interface SyncRun {
   endpoint: EndpointStats;
 }
 
+type CpuParty = 'worker' | 'endpoint' | 'sandbox' | 'postgres' | 'machine';
+
+/** CPU seconds so far of each party of a sync run. */
+function cpuOfParties(pids: { worker: number; endpoint: number; sandbox: number }): Record<CpuParty, number | undefined> {
+  return {
+    worker: processCpuSeconds(pids.worker),
+    endpoint: processCpuSeconds(pids.endpoint),
+    sandbox: processCpuSeconds(pids.sandbox),
+    postgres: commandCpuSeconds('postgres'),
+    machine: machineCpuSeconds()?.busy,
+  };
+}
+
 async function main(): Promise<void> {
   const messages = numberSetting('--messages', 'BENCH_MESSAGES', 2_000);
   const batches = numberSetting('--batches', 'BENCH_BATCHES', 1_500);
-  const rounds = numberSetting('--rounds', 'BENCH_ROUNDS', 2);
+  const rounds = numberSetting('--rounds', 'BENCH_ROUNDS', 4);
   const latencyMs = numberSetting('--latency', 'BENCH_LATENCY_MS', 100);
   const syncConcurrency = numberSetting('--concurrency', 'BENCH_CONCURRENCY', 64);
   const levels = (argValue('--webhook-concurrency') ?? '8,32').split(',').map(Number);
@@ -149,7 +166,7 @@ async function main(): Promise<void> {
     const probe = createDatabase(config.databaseUrl, { max: 1, applicationName: 'bench-webhooks-probe' });
     const syncs: SyncRun[] = [];
     try {
-      const on = { deps: publishDepsOf(runtime), pool, db: probe.db, endpoint };
+      const on = { deps: publishDepsOf(runtime), pool, db: probe.db, endpoint, sandboxPid: sandbox.pid };
       await syncRun(on, { ...env, ...hooked }, true, 'warm', Math.min(WARM_UP, batches));
       for (let r = 0; r < rounds; r += 1) {
         for (const webhooks of r % 2 === 0 ? [false, true] : [true, false]) {
@@ -189,6 +206,7 @@ async function fillOutbox(pool: Pool, instituteId: string, prefix: string, n: nu
 
 async function deliveryRun(on: { pool: Pool; config: Config; endpoint: Endpoint }, prefix: string, n: number, concurrency: number): Promise<DeliveryRun> {
   const { pool, config, endpoint } = on;
+  await emptyTables(pool);
   await fillOutbox(pool, config.classroom.instituteId, prefix, n);
   await quiesce(pool);
   const before = await endpoint.stats();
@@ -248,21 +266,23 @@ async function deliveryRun(on: { pool: Pool; config: Config; endpoint: Endpoint 
 
 /** One sync run on a fresh worker process; waits (at most SETTLE_BOUND_MS once its batches are synced) for its messages to be settled. */
 async function syncRun(
-  on: { deps: PublishDeps; pool: Pool; db: Db; endpoint: Endpoint },
+  on: { deps: PublishDeps; pool: Pool; db: Db; endpoint: Endpoint; sandboxPid: number },
   env: Record<string, string>,
   webhooks: boolean,
   prefix: string,
   n: number,
 ): Promise<SyncRun> {
   const { deps, pool, db, endpoint } = on;
+  await emptyTables(pool);
   await quiesce(pool);
   const worker = await startWorkerProcess(env);
+  const parties = () => cpuOfParties({ worker: worker.pid, endpoint: endpoint.pid, sandbox: on.sandboxPid });
   let leftPending = 0;
   try {
     const before = await endpoint.stats();
     const events = benchEvents(prefix, n);
     const like = `${prefix}-%`;
-    const [cpu0, busy0] = [processCpuSeconds(worker.pid), machineCpuSeconds()];
+    const [cpu0, busy0, parties0] = [processCpuSeconds(worker.pid), machineCpuSeconds(), parties()];
     const started = performance.now();
     for (let i = 0; i < n; i += 1_000) await publishBatches(deps, events.slice(i, i + 1_000));
     const samples: { t: number; count: number }[] = [];
@@ -278,6 +298,13 @@ async function syncRun(
     }
     const syncedAt = performance.now();
     const machineBusy = busyShare(busy0, machineCpuSeconds());
+    const parties1 = parties();
+    const cpuMsPerBatch = Object.fromEntries(
+      Object.entries(parties0).map(([party, before]) => {
+        const after = parties1[party as CpuParty];
+        return [party, before === undefined || after === undefined ? undefined : round(((after - before) * 1000) / n, 2)];
+      }),
+    ) as Record<CpuParty, number | undefined>;
     const atSynced = await claimProbe(db, pool);
     const settleBy = Math.min(deadline, syncedAt + SETTLE_BOUND_MS);
     for (;;) {
@@ -294,6 +321,7 @@ async function syncRun(
       perSecond: steadyRate(samples),
       wallSeconds: (syncedAt - started) / 1000,
       workerCpuMsPerBatch: cpu0 === undefined || cpu1 === undefined ? undefined : ((cpu1 - cpu0) * 1000) / n,
+      cpuMsPerBatch,
       machineBusy,
       outbox: await outboxOf(pool, prefix),
       settleSeconds: (settledAt - syncedAt) / 1000,
@@ -333,9 +361,16 @@ async function claimProbe(db: Db, pool: Pool): Promise<{ pending: number; claimM
 }
 
 /**
- * Every run starts from the same database state: the previous runs' dead rows vacuumed (not by an
- * autovacuum in the middle of a run) and a fresh checkpoint (so no run pays for one it did not cause).
+ * Every run starts from the same database state: empty tables (emptyTables; each run's figures are
+ * read before the next starts), freshly analyzed (not by an autovacuum in the middle of a run), and a fresh
+ * checkpoint (so no run pays for one it did not cause). Tables that grew run after run made each
+ * sync run slower than the one before (PostgreSQL's CPU a batch rose by half over eight runs),
+ * a drift as large as the effect measured.
  */
+async function emptyTables(pool: Pool): Promise<void> {
+  await pool.query('truncate batch_classes, batch_events, webhook_messages, reconciliation_runs cascade');
+}
+
 async function quiesce(pool: Pool): Promise<void> {
   await pool.query('vacuum (analyze) batch_classes, webhook_messages, batch_events');
   await pool.query('checkpoint').catch(() => {});
@@ -404,6 +439,7 @@ async function startEndpoint(secret: string): Promise<Endpoint> {
   const url = await next<string>();
   return {
     url,
+    pid: child.pid!,
     stats() {
       const answer = next<EndpointStats>();
       child.send('stats');
@@ -418,11 +454,27 @@ async function startEndpoint(secret: string): Promise<Endpoint> {
   };
 }
 
-/** Reads each body, verifies it with the reference library, answers 204. */
+/**
+ * Reads each body, answers 204, and verifies it with the reference library when asked for its
+ * figures: an integrator's endpoint runs on its own machine, so its checks should not take the
+ * cores the sync runs on while a run is measured. Every request is still verified.
+ */
 async function receiverChild(): Promise<void> {
   const webhook = new Webhook(process.env.BENCH_WEBHOOK_SECRET!);
   const stats: EndpointStats = { received: 0, verified: 0, invalid: 0, repeated: 0 };
   const seen = new Set<string>();
+  let unverified: { body: string; headers: Record<string, string> }[] = [];
+  const verifyAll = () => {
+    for (const { body, headers } of unverified) {
+      try {
+        webhook.verify(body, headers);
+        stats.verified += 1;
+      } catch {
+        stats.invalid += 1;
+      }
+    }
+    unverified = [];
+  };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -432,12 +484,11 @@ async function receiverChild(): Promise<void> {
       const id = String(req.headers['webhook-id']);
       if (seen.has(id)) stats.repeated += 1;
       else seen.add(id);
-      try {
-        webhook.verify(body, req.headers as Record<string, string>);
-        stats.verified += 1;
-      } catch {
-        stats.invalid += 1;
-      }
+      const headers = req.headers as Record<string, string>;
+      unverified.push({
+        body,
+        headers: { 'webhook-id': id, 'webhook-timestamp': headers['webhook-timestamp']!, 'webhook-signature': headers['webhook-signature']! },
+      });
       res.writeHead(204).end();
     });
   });
@@ -445,7 +496,10 @@ async function receiverChild(): Promise<void> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   process.send!(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`);
   process.on('message', (m) => {
-    if (m === 'stats') process.send!(stats);
+    if (m === 'stats') {
+      verifyAll();
+      process.send!(stats);
+    }
     if (m === 'stop') {
       server.close(() => process.exit(0));
       server.closeAllConnections();
@@ -490,6 +544,7 @@ function report(r: {
   const recordedDelivered = sum([...r.deliveries, ...on].map((x) => x.outbox.delivered ?? 0));
   const offSkipped = sum(off.map((s) => s.outbox.skipped ?? 0));
   const cpu = (runs: SyncRun[]) => mean(runs.map((s) => s.workerCpuMsPerBatch ?? Number.NaN));
+  const partyCpu = (runs: SyncRun[], party: CpuParty) => mean(runs.map((s) => s.cpuMsPerBatch[party] ?? Number.NaN)).toFixed(2);
   const list = (values: number[], digits: number) => values.map((v) => v.toFixed(digits)).join(', ');
   publish({
     bench: 'webhooks',
@@ -567,15 +622,21 @@ function report(r: {
         value: `${offSkipped} of ${off.length * r.batches} (no WEBHOOK_URL: the dispatcher still claims and records each)`,
       },
       {
+        figure: 'CPU a batch while syncing, off / on',
+        value: (['worker', 'endpoint', 'sandbox', 'postgres', 'machine'] as const)
+          .map((party) => `${party} ${partyCpu(off, party)} / ${partyCpu(on, party)} ms`)
+          .join(' · '),
+      },
+      {
         figure: 'machine busy during sync, off / on',
         value: `${off.map((s) => pct(s.machineBusy)).join(', ')} / ${on.map((s) => pct(s.machineBusy)).join(', ')} of ${cpus().length} cores`,
       },
     ],
     notes: [
-      `Endpoint: node:http on loopback in a process of its own; it reads each body, verifies the signature with \`standardwebhooks\` (every request) and answers 204.`,
-      `Delivery: ${r.messages} batch_classes rows per run moved to synced by one UPDATE (the real trigger writes one batch.synced message each), then \`startWebhookDelivery\` in the benchmark's process (2 PostgreSQL connections of its own, WEBHOOK_CONCURRENCY connections to the endpoint); messages/s = ${r.messages} ÷ the time from its start to the last delivered outcome recorded; steady part: slope between 10 % and 90 %. Levels take turns, ${r.rounds} runs each, after one unmeasured run of ${Math.min(WARM_UP_MESSAGES, r.messages)} messages; the mean is shown. Statements: every statement this process sent while the run lasted (claims of up to WEBHOOK_CONCURRENCY messages, one record per message).`,
-      `Sync: sandbox (\`classroom-sync sandbox --latency ${r.latencyMs}\`, its own process, no rate limit); per run a fresh \`classroom-sync worker\` process, SYNC_CONCURRENCY=${r.syncConcurrency}, CLASSROOM_RATE_LIMIT_PER_MINUTE=1000000, WEBHOOK_CONCURRENCY 8, with or without WEBHOOK_URL; ${r.batches} batches published at once; batches/s = slope of the synced count (every 250 ms) between 10 % and 90 %. After one unmeasured run of ${Math.min(WARM_UP, r.batches)} batches (webhooks on), runs alternate off, on, on, off, …; the ratio is of the means. Worker CPU: from publishing until every message of the run was settled (delivered or skipped) or ${SETTLE_BOUND_MS / 1000} s had passed. When the last batch is synced, one claim of up to 8 messages by the dispatcher's own statement (\`claimDueMessages\`) is timed in a transaction rolled back; messages of a run still pending ${SETTLE_BOUND_MS / 1000} s later are set aside (recorded skipped) so that the next run's worker does not send them. Before every run, delivery or sync: \`vacuum (analyze)\` of the tables the runs write, and a \`checkpoint\`.`,
-      'The claim looks up each candidate\'s batch\'s oldest pending message on a partial index (the anti-join it replaced was planned as a nested loop over every pending message per pending message while the statistics said none was pending: 0.5–1.0 s a claim at about 1,200 pending). A claim of hundreds of milliseconds in a run is still a slow plan: docs/performance.md, "The outbox claim".',
+      `Endpoint: node:http on loopback in a process of its own; it reads each body and answers 204; it verifies every request's signature with \`standardwebhooks\` when the benchmark asks for its figures (between runs), so that the integrator's work does not take the cores a run is measured on.`,
+      `Delivery: ${r.messages} batch_classes rows per run moved to synced by one UPDATE (the real trigger writes one batch.synced message each), then \`startWebhookDelivery\` in the benchmark's process (2 PostgreSQL connections of its own, WEBHOOK_CONCURRENCY connections to the endpoint); messages/s = ${r.messages} ÷ the time from its start to the last delivered outcome recorded; steady part: slope between 10 % and 90 %. Levels take turns, ${r.rounds} runs each, after one unmeasured run of ${Math.min(WARM_UP_MESSAGES, r.messages)} messages; the mean is shown. Statements: every statement this process sent while the run lasted (claims of up to WEBHOOK_CONCURRENCY messages; one record statement for the outcomes that finished together).`,
+      `Sync: sandbox (\`classroom-sync sandbox --latency ${r.latencyMs}\`, its own process, no rate limit); per run a fresh \`classroom-sync worker\` process, SYNC_CONCURRENCY=${r.syncConcurrency}, CLASSROOM_RATE_LIMIT_PER_MINUTE=1000000, WEBHOOK_CONCURRENCY 8, with or without WEBHOOK_URL; ${r.batches} batches published at once; batches/s = slope of the synced count (every 250 ms) between 10 % and 90 %. After one unmeasured run of ${Math.min(WARM_UP, r.batches)} batches (webhooks on), runs alternate off, on, on, off, …; the ratio is of the means. Worker CPU: from publishing until every message of the run was settled (delivered or skipped) or ${SETTLE_BOUND_MS / 1000} s had passed. CPU a batch while syncing: from publishing until the last batch was synced, of the worker process (its delivery thread included), the endpoint, the sandbox, every process named postgres, and the whole machine. When the last batch is synced, one claim of up to 8 messages by the dispatcher's own statement (\`claimDueMessages\`) is timed in a transaction rolled back; messages of a run still pending ${SETTLE_BOUND_MS / 1000} s later are set aside (recorded skipped) so that the next run's worker does not send them. Before every run, delivery or sync: the tables the runs write are truncated and analyzed, and a \`checkpoint\`; so every run starts from the same state.`,
+      'The claim looks up each candidate\'s batch\'s oldest pending message on a partial index (the anti-join it replaced was planned as a nested loop over every pending message per pending message while the statistics said none was pending: 0.5–1.0 s a claim at about 1,200 pending). A claim of hundreds of milliseconds in a run would be a slow plan again: docs/performance.md, "The outbox claim".',
     ],
   });
 }

@@ -1,7 +1,7 @@
 // The processes a benchmark measures or talks to, each started through the real CLI
 // (`node bin/classroom-sync.js …`): a sandbox with its own clock and event loop, and workers.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { SandboxState } from '../../src/sandbox/index.ts';
 
@@ -10,6 +10,7 @@ export const BIN = fileURLToPath(new URL('../../bin/classroom-sync.js', import.m
 /** `classroom-sync sandbox` on a free loopback port, with the given fault flags. */
 export interface SandboxProcess {
   url: string;
+  pid: number;
   /** `GET /__sandbox/state?classes=false`. */
   state(): Promise<SandboxState>;
   stop(): Promise<void>;
@@ -23,6 +24,7 @@ export async function startSandboxProcess(flags: readonly string[], env: Record<
   const url = await firstMatch(child, /sandbox listening on (http:\/\/\S+)/, 'sandbox', 30_000);
   return {
     url,
+    pid: child.pid!,
     async state() {
       const response = await fetch(`${url}/__sandbox/state?classes=false`);
       const body = (await response.json()) as { data: SandboxState };
@@ -119,6 +121,28 @@ export function processCpuSeconds(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** CPU seconds so far of every process named `command` (e.g. every PostgreSQL backend); Linux only. */
+export function commandCpuSeconds(command: string): number | undefined {
+  let total = 0;
+  try {
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      } catch {
+        continue; // it ended since the listing
+      }
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== command) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += Number(fields[11]) + Number(fields[12]);
+    }
+  } catch {
+    return undefined;
+  }
+  return total / CLOCK_TICKS;
 }
 
 /** Busy and total CPU time of the whole machine so far, from /proc/stat (Linux); undefined elsewhere. */
