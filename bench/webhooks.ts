@@ -19,12 +19,12 @@
 //      the endpoint (on); B batches published at once; batches/s = slope of the synced count between
 //      10 % and 90 % of B. Runs go off, on, on, off, … (after one unmeasured run that warms the
 //      sandbox, the endpoint and PostgreSQL), so drift in the machine's load falls on both sides (an
-//      even number of rounds cancels a steady drift exactly: runs slow down as the tables and the
-//      sandbox's store grow); the ratio of the means is judged against 0.95. When the last batch is synced, the backlog and the
-//      time of one claim (`claimDueMessages`, rolled back); then up to 15 s for the run's messages to
+//      even number of rounds cancels a steady drift exactly); the ratio of the means is judged
+//      against 0.95. When the last batch is synced, the backlog and the time of one claim (`claimDueMessages`, rolled back); then up to 15 s for the run's messages to
 //      be settled (what is left is set aside, so the next run's worker does not send it).
-// Before every run, `vacuum (analyze)` and a checkpoint: a delivery run's statistics then know its N
-// pending messages; a sync run's say that none is pending, as on a healthy outbox.
+// Before every run, the tables are emptied (growing tables slowed each run), then `vacuum (analyze)`
+// and a checkpoint: a delivery run's statistics then know its N pending messages; a sync run's say
+// that none is pending, as on a healthy outbox.
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -361,16 +361,18 @@ async function claimProbe(db: Db, pool: Pool): Promise<{ pending: number; claimM
 }
 
 /**
- * Every run starts from the same database state: empty tables (emptyTables; each run's figures are
- * read before the next starts), freshly analyzed (not by an autovacuum in the middle of a run), and a fresh
- * checkpoint (so no run pays for one it did not cause). Tables that grew run after run made each
- * sync run slower than the one before (PostgreSQL's CPU a batch rose by half over eight runs),
- * a drift as large as the effect measured.
+ * Every run starts from empty tables (each run's figures are read before the next starts). Tables
+ * that grew run after run made each sync run slower than the one before (PostgreSQL's CPU a batch
+ * rose by half over eight runs), a drift as large as the effect measured.
  */
 async function emptyTables(pool: Pool): Promise<void> {
   await pool.query('truncate batch_classes, batch_events, webhook_messages, reconciliation_runs cascade');
 }
 
+/**
+ * Statistics taken now (not by an autovacuum in the middle of a run), and a fresh checkpoint (so no
+ * run pays for one it did not cause).
+ */
 async function quiesce(pool: Pool): Promise<void> {
   await pool.query('vacuum (analyze) batch_classes, webhook_messages, batch_events');
   await pool.query('checkpoint').catch(() => {});
@@ -634,7 +636,7 @@ function report(r: {
     ],
     notes: [
       `Endpoint: node:http on loopback in a process of its own; it reads each body and answers 204; it verifies every request's signature with \`standardwebhooks\` when the benchmark asks for its figures (between runs), so that the integrator's work does not take the cores a run is measured on.`,
-      `Delivery: ${r.messages} batch_classes rows per run moved to synced by one UPDATE (the real trigger writes one batch.synced message each), then \`startWebhookDelivery\` in the benchmark's process (2 PostgreSQL connections of its own, WEBHOOK_CONCURRENCY connections to the endpoint); messages/s = ${r.messages} ÷ the time from its start to the last delivered outcome recorded; steady part: slope between 10 % and 90 %. Levels take turns, ${r.rounds} runs each, after one unmeasured run of ${Math.min(WARM_UP_MESSAGES, r.messages)} messages; the mean is shown. Statements: every statement this process sent while the run lasted (claims of up to WEBHOOK_CONCURRENCY messages; one record statement for the outcomes that finished together).`,
+      `Delivery: ${r.messages} batch_classes rows per run moved to synced by one UPDATE (the real trigger writes one batch.synced message each), then \`startWebhookDelivery\` in the benchmark's process (2 PostgreSQL connections of its own, WEBHOOK_CONCURRENCY connections to the endpoint); messages/s = ${r.messages} ÷ the time from its start to the last delivered outcome recorded; steady part: slope between 10 % and 90 %. Levels take turns, ${r.rounds} runs each, after one unmeasured run of ${Math.min(WARM_UP_MESSAGES, r.messages)} messages; the mean is shown. Statements: every statement this process sent while the run lasted (claims of up to 4 × WEBHOOK_CONCURRENCY messages; one record statement for the outcomes that came together).`,
       `Sync: sandbox (\`classroom-sync sandbox --latency ${r.latencyMs}\`, its own process, no rate limit); per run a fresh \`classroom-sync worker\` process, SYNC_CONCURRENCY=${r.syncConcurrency}, CLASSROOM_RATE_LIMIT_PER_MINUTE=1000000, WEBHOOK_CONCURRENCY 8, with or without WEBHOOK_URL; ${r.batches} batches published at once; batches/s = slope of the synced count (every 250 ms) between 10 % and 90 %. After one unmeasured run of ${Math.min(WARM_UP, r.batches)} batches (webhooks on), runs alternate off, on, on, off, …; the ratio is of the means. Worker CPU: from publishing until every message of the run was settled (delivered or skipped) or ${SETTLE_BOUND_MS / 1000} s had passed. CPU a batch while syncing: from publishing until the last batch was synced, of the worker process (its delivery thread included), the endpoint, the sandbox, every process named postgres, and the whole machine. When the last batch is synced, one claim of up to 8 messages by the dispatcher's own statement (\`claimDueMessages\`) is timed in a transaction rolled back; messages of a run still pending ${SETTLE_BOUND_MS / 1000} s later are set aside (recorded skipped) so that the next run's worker does not send them. Before every run, delivery or sync: the tables the runs write are truncated and analyzed, and a \`checkpoint\`; so every run starts from the same state.`,
       'The claim looks up each candidate\'s batch\'s oldest pending message on a partial index (the anti-join it replaced was planned as a nested loop over every pending message per pending message while the statistics said none was pending: 0.5–1.0 s a claim at about 1,200 pending). A claim of hundreds of milliseconds in a run would be a slow plan again: docs/performance.md, "The outbox claim".',
     ],

@@ -114,13 +114,17 @@ export async function scrapeSums(url: string, names: readonly string[]): Promise
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux); undefined elsewhere. */
 export function processCpuSeconds(pid: number): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may contain spaces) start at field 3; utime and stime are 14 and 15.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    return cpuTicksOf(readFileSync(`/proc/${pid}/stat`, 'utf8')) / CLOCK_TICKS;
   } catch {
     return undefined;
   }
+}
+
+/** utime + stime of one /proc/PID/stat line, in clock ticks. */
+function cpuTicksOf(stat: string): number {
+  // Fields after the command name (which may contain spaces) start at field 3; utime and stime are 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
 }
 
 /** CPU seconds so far of every process named `command` (e.g. every PostgreSQL backend); Linux only. */
@@ -135,9 +139,7 @@ export function commandCpuSeconds(command: string): number | undefined {
       } catch {
         continue; // it ended since the listing
       }
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== command) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += Number(fields[11]) + Number(fields[12]);
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === command) total += cpuTicksOf(stat);
     }
   } catch {
     return undefined;
