@@ -104,17 +104,41 @@ export async function startWorkerProcess(config: Config, options: WorkerProcessO
       logger.info({ signal }, 'stopping: no new requests or jobs; finishing active ones');
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
-      worker.stop().then(resolve, (error: unknown) => {
-        // The process still exits (a supervisor restarts it), but not with 0: the drain failed.
-        logger.error({ err: error }, 'error while stopping');
-        process.exitCode = 1;
-        resolve();
-      });
+      stopWithin(worker.stop(), config.sync.shutdownGraceMs + STOP_MARGIN_MS).then(
+        (stopped) => {
+          if (!stopped) {
+            logger.error(
+              { waitedMs: config.sync.shutdownGraceMs + STOP_MARGIN_MS },
+              'stopping did not finish in time; exiting anyway (active jobs run again once their leases expire)',
+            );
+            process.exitCode = 1;
+          }
+          resolve();
+        },
+        (error: unknown) => {
+          // The process still exits (a supervisor restarts it), but not with 0: the drain failed.
+          logger.error({ err: error }, 'error while stopping');
+          process.exitCode = 1;
+          resolve();
+        },
+      );
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
   });
   logger.info('worker stopped');
+  // A job cut off at the grace (still awaiting the remote, say) can keep the event loop alive; it
+  // would do nothing useful: its queue and pools are closed and its lease will expire.
+  setTimeout(() => process.exit(), EXIT_AFTER_STOP_MS).unref();
+}
+
+/** Past SHUTDOWN_GRACE, how long closing the queues, connections and pools may take. */
+const STOP_MARGIN_MS = 10_000;
+/** How long a stopped worker process waits for its event loop to empty before exiting anyway. */
+const EXIT_AFTER_STOP_MS = 1_000;
+
+async function stopWithin(stopping: Promise<void>, ms: number): Promise<boolean> {
+  return (await within(stopping, ms)).done;
 }
 
 function portError(error: unknown, port: number): Error {

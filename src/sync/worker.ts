@@ -89,11 +89,17 @@ export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = 
         // A worker closed while its connection is still starting leaves BullMQ's start-up command to
         // reject unhandled ("Connection is closed"): let both finish starting first (bounded).
         await within(Promise.all(pools.map((pool) => pool.waitUntilReady().catch(() => undefined))), 2_000);
-        if (!(await within(Promise.all(pools.map((pool) => pool.close())), graceMs)).done) {
+        const quit = () => Promise.all(connections.map((connection) => connection.quit().catch(() => connection.disconnect())));
+        const closed = Promise.all(pools.map((pool) => pool.close()));
+        if (!(await within(closed, graceMs)).done) {
           logger.warn({ graceMs }, 'active jobs did not finish in time; their leases will expire and they will run again');
-          await Promise.all(pools.map((pool) => pool.close(true)));
+          // Not close(true): BullMQ returns the close under way, which still waits for the jobs. Nor
+          // are their connections cut: BullMQ retries a closing worker's commands without a pause.
+          // The jobs are left running (a worker process exits soon after) and to their lease.
+          void closed.then(quit, quit);
+          return;
         }
-        await Promise.all(connections.map((connection) => connection.quit().catch(() => connection.disconnect())));
+        await quit();
       })();
       return closing;
     },

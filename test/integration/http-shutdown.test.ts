@@ -10,7 +10,7 @@ import { BEARER, TOKEN, call } from './http-helpers.ts';
 const { h, defer } = useHarness();
 defer(killAllChildren);
 
-function startWorkerCli(...flags: string[]): RunningCli {
+function startWorkerCli(flags: string[] = [], overrides: Record<string, string> = {}): RunningCli {
   return startCli(['worker', ...flags], {
     env: {
       ...h.env,
@@ -25,6 +25,7 @@ function startWorkerCli(...flags: string[]): RunningCli {
       // Each call takes 400 ms here; a stall on a loaded machine must not turn one into a timeout.
       CLASSROOM_TIMEOUT: '5s',
       SYNC_LEASE: '15s',
+      ...overrides,
     },
     timeoutMs: 90_000,
   });
@@ -80,7 +81,7 @@ describe('worker process', () => {
 
     // A fresh worker picks up what was left: every accepted batch ends synced, with one class each.
     h.sandbox.faults.set({});
-    const c = startWorkerCli('--metrics-auth');
+    const c = startWorkerCli(['--metrics-auth']);
     const urlC = await urlOf(c);
     expect((await call(`${urlC}/metrics`)).status).toBe(401);
     expect((await call(`${urlC}/metrics`, { headers: BEARER })).status).toBe(200);
@@ -88,5 +89,31 @@ describe('worker process', () => {
     for (const e of events) expect(h.sandbox.state().byName[e.name], e.name).toBe(1);
     c.signal('SIGTERM');
     expect((await c.result).code).toBe(0);
+  });
+
+  it('past SHUTDOWN_GRACE leaves a job awaiting the remote to its lease and exits 0; another worker settles the batch with one class', async () => {
+    // The add-class takes effect, then its answer never comes within the test (CLASSROOM_TIMEOUT 2 min).
+    h.sandbox.faults.set({ perOperation: { addClass: { hang: 1 } } });
+    const slow = { SHUTDOWN_GRACE: '1s', CLASSROOM_TIMEOUT: '120s', SYNC_LEASE: '5s' };
+    const a = startWorkerCli([], slow);
+    const url = await urlOf(a);
+    const event = { batchId: 'cut-1', name: 'Cut off 1', subject: 'Maths' };
+    expect((await call(`${url}/v1/batches`, { method: 'POST', headers: BEARER, json: [event] })).status).toBe(202);
+    await waitFor(() => h.sandbox.state().byName[event.name] === 1 || undefined, 'the add-class stored, its answer held');
+
+    a.signal('SIGTERM');
+    const result = await a.result;
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/"msg":"active jobs did not finish in time; their leases will expire and they will run again"/);
+    expect(result.stdout).toMatch(/"msg":"worker stopped"/);
+    expect((await rowsOf(h)).find((r) => r.batchId === event.batchId)?.state).toBe('creating');
+
+    h.sandbox.faults.set({});
+    const b = startWorkerCli([], { SYNC_LEASE: '5s' });
+    await urlOf(b);
+    await untilAllSynced(h, 'all', 60_000);
+    expect(h.sandbox.state().byName[event.name]).toBe(1);
+    b.signal('SIGTERM');
+    expect((await b.result).code).toBe(0);
   });
 });
