@@ -34,6 +34,7 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
     ...(deps.onOutcome ? { onOutcome: deps.onOutcome } : {}),
     ...(deps.pollMs === undefined ? {} : { pollMs: deps.pollMs }),
   });
+  deps.logger.info({ component: 'webhooks', concurrency: settings.concurrency, timeoutMs: settings.timeoutMs }, 'webhook delivery started');
   return {
     nudge: dispatcher.nudge,
     async close(graceMs) {

@@ -150,13 +150,16 @@ describe('webhooks', () => {
     const lines: string[] = [];
     const logger = createLogger({ level: 'info', destination: { write: (line: string) => void lines.push(line) } });
     const secret = newSecret();
-    // The schedule's next wait (1 h) ends far past the 2 s allowed: one more attempt, at the 2 s.
+    // The schedule's next wait (1 h) ends far past the 6 s allowed: one more attempt, at the 6 s.
+    // The window counts from the message's creation, and the delivery thread runs at the lowest
+    // priority: on a loaded machine its start-up alone can take seconds, so it is awaited first.
     const worker = await startTestWorker(
       h,
-      { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret, WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_RETRY_FOR: '2s' },
+      { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret, WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_RETRY_FOR: '6s' },
       { logger },
     );
     each.defer(() => worker.stop());
+    await waitFor(() => lines.some((l) => l.includes('"msg":"webhook delivery started"')) || undefined, 'the delivery thread started');
     await publishBatches(publishDepsOf(h), batches(1, 'Doomed'));
     const [message] = await waitFor(
       async () => {
