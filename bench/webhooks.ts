@@ -4,6 +4,8 @@
 //   npm run bench:webhooks                               # 2,000 messages a delivery run, 1,500 batches a sync run, 4 rounds
 //   npm run bench:webhooks -- --messages 20000 --batches 3000 --rounds 6
 //   npm run bench:webhooks -- --latency 100 --concurrency 64 --webhook-concurrency 8,32
+//   BENCH_WORKER_PROFILE_DIR=DIR npm run bench:webhooks -- …   # each worker's CPU profile per thread
+//                                                              # (summary: npx tsx bench/support/profile-top.ts FILE)
 //
 // The endpoint is this file with --receiver-child, in a process of its own: node:http on loopback
 // that reads each body, verifies its signature with the reference library (`standardwebhooks`) and

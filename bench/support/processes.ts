@@ -43,7 +43,10 @@ export interface WorkerChild {
 }
 
 export async function startWorkerProcess(env: Record<string, string>): Promise<WorkerChild> {
-  const child = spawn(process.execPath, [BIN, 'worker'], {
+  // BENCH_WORKER_PROFILE_DIR: every worker writes a CPU profile per thread there when it exits.
+  const profileDir = process.env.BENCH_WORKER_PROFILE_DIR;
+  const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+  const child = spawn(process.execPath, [...profile, BIN, 'worker'], {
     // `worker started` is an info line; it carries the URL a PORT=0 worker got.
     env: { ...process.env, ...env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: env.LOG_LEVEL === 'silent' ? 'info' : (env.LOG_LEVEL ?? 'info') },
     stdio: ['ignore', 'pipe', 'pipe'],
