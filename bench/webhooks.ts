@@ -43,8 +43,8 @@ import { createLogger } from '../src/logger.ts';
 import { outbox } from '../src/mapping/index.ts';
 import { createRuntime, publishDepsOf } from '../src/runtime.ts';
 import { within } from '../src/timeout.ts';
-import { startWebhookDelivery } from '../src/webhooks/index.ts';
-import { commandCpuSeconds, machineCpuSeconds, processCpuSeconds, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
+import { DELIVERY_NICE, startWebhookDelivery } from '../src/webhooks/index.ts';
+import { commandCpuSeconds, machineCpuSeconds, processCpuSeconds, startSandboxProcess, startWorkerProcess, threadCpuSeconds } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round, steadyRate } from './support/report.ts';
 import { countStatements } from './support/statements.ts';
 import { argValue, benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';
@@ -117,12 +117,14 @@ interface SyncRun {
   endpoint: EndpointStats;
 }
 
-type CpuParty = 'worker' | 'endpoint' | 'sandbox' | 'postgres' | 'machine';
+type CpuParty = 'worker' | 'worker main thread' | 'delivery thread' | 'endpoint' | 'sandbox' | 'postgres' | 'machine';
 
 /** CPU seconds so far of each party of a sync run. */
 function cpuOfParties(pids: { worker: number; endpoint: number; sandbox: number }): Record<CpuParty, number | undefined> {
   return {
     worker: processCpuSeconds(pids.worker),
+    'worker main thread': threadCpuSeconds(pids.worker, 'main'),
+    'delivery thread': threadCpuSeconds(pids.worker, { nice: DELIVERY_NICE }),
     endpoint: processCpuSeconds(pids.endpoint),
     sandbox: processCpuSeconds(pids.sandbox),
     postgres: commandCpuSeconds('postgres'),
@@ -627,7 +629,7 @@ function report(r: {
       },
       {
         figure: 'CPU a batch while syncing, off / on',
-        value: (['worker', 'endpoint', 'sandbox', 'postgres', 'machine'] as const)
+        value: (['worker', 'worker main thread', 'delivery thread', 'endpoint', 'sandbox', 'postgres', 'machine'] as const)
           .map((party) => `${party} ${partyCpu(off, party)} / ${partyCpu(on, party)} ms`)
           .join(' · '),
       },
@@ -639,7 +641,7 @@ function report(r: {
     notes: [
       `Endpoint: node:http on loopback in a process of its own; it reads each body and answers 204; it verifies every request's signature with \`standardwebhooks\` when the benchmark asks for its figures (between runs), so that the integrator's work does not take the cores a run is measured on.`,
       `Delivery: ${r.messages} batch_classes rows per run moved to synced by one UPDATE (the real trigger writes one batch.synced message each), then \`startWebhookDelivery\` in the benchmark's process (2 PostgreSQL connections of its own, WEBHOOK_CONCURRENCY connections to the endpoint); messages/s = ${r.messages} ÷ the time from its start to the last delivered outcome recorded; steady part: slope between 10 % and 90 %. Levels take turns, ${r.rounds} runs each, after one unmeasured run of ${Math.min(WARM_UP_MESSAGES, r.messages)} messages; the mean is shown. Statements: every statement this process sent while the run lasted (claims of up to 4 × WEBHOOK_CONCURRENCY messages; one record statement for the outcomes that came together).`,
-      `Sync: sandbox (\`classroom-sync sandbox --latency ${r.latencyMs}\`, its own process, no rate limit); per run a fresh \`classroom-sync worker\` process, SYNC_CONCURRENCY=${r.syncConcurrency}, CLASSROOM_RATE_LIMIT_PER_MINUTE=1000000, WEBHOOK_CONCURRENCY 8, with or without WEBHOOK_URL; ${r.batches} batches published at once; batches/s = slope of the synced count (every 250 ms) between 10 % and 90 %. After one unmeasured run of ${Math.min(WARM_UP, r.batches)} batches (webhooks on), runs alternate off, on, on, off, …; the ratio is of the means. Worker CPU: from publishing until every message of the run was settled (delivered or skipped) or ${SETTLE_BOUND_MS / 1000} s had passed. CPU a batch while syncing: from publishing until the last batch was synced, of the worker process (its delivery thread included), the endpoint, the sandbox, every process named postgres, and the whole machine. When the last batch is synced, one claim of up to 8 messages by the dispatcher's own statement (\`claimDueMessages\`) is timed in a transaction rolled back; messages of a run still pending ${SETTLE_BOUND_MS / 1000} s later are set aside (recorded skipped) so that the next run's worker does not send them. Before every run, delivery or sync: the tables the runs write are truncated and analyzed, and a \`checkpoint\`; so every run starts from the same state.`,
+      `Sync: sandbox (\`classroom-sync sandbox --latency ${r.latencyMs}\`, its own process, no rate limit); per run a fresh \`classroom-sync worker\` process, SYNC_CONCURRENCY=${r.syncConcurrency}, CLASSROOM_RATE_LIMIT_PER_MINUTE=1000000, WEBHOOK_CONCURRENCY 8, with or without WEBHOOK_URL; ${r.batches} batches published at once; batches/s = slope of the synced count (every 250 ms) between 10 % and 90 %. After one unmeasured run of ${Math.min(WARM_UP, r.batches)} batches (webhooks on), runs alternate off, on, on, off, …; the ratio is of the means. Worker CPU: from publishing until every message of the run was settled (delivered or skipped) or ${SETTLE_BOUND_MS / 1000} s had passed. CPU a batch while syncing: from publishing until the last batch was synced, of the worker process (its delivery thread included; then its main thread and its delivery thread, told apart by the delivery thread's nice value), the endpoint, the sandbox, every process named postgres, and the whole machine. When the last batch is synced, one claim of up to 8 messages by the dispatcher's own statement (\`claimDueMessages\`) is timed in a transaction rolled back; messages of a run still pending ${SETTLE_BOUND_MS / 1000} s later are set aside (recorded skipped) so that the next run's worker does not send them. Before every run, delivery or sync: the tables the runs write are truncated and analyzed, and a \`checkpoint\`; so every run starts from the same state.`,
       'The claim looks up each candidate\'s batch\'s oldest pending message on a partial index (the anti-join it replaced was planned as a nested loop over every pending message per pending message while the statistics said none was pending: 0.5–1.0 s a claim at about 1,200 pending). A claim of hundreds of milliseconds in a run would be a slow plan again: docs/performance.md, "The outbox claim".',
     ],
   });

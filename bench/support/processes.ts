@@ -123,6 +123,30 @@ export function processCpuSeconds(pid: number): number | undefined {
   }
 }
 
+/**
+ * CPU seconds so far of one process's threads whose nice value is `nice` (the worker's delivery
+ * thread runs at 19, everything else at 0), or of its main thread (`'main'`); Linux only.
+ */
+export function threadCpuSeconds(pid: number, which: 'main' | { nice: number }): number | undefined {
+  try {
+    let ticks = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      } catch {
+        continue; // it ended since the listing
+      }
+      // Field 19 is the nice value (16th after the command name).
+      const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      if (which === 'main' ? tid === String(pid) : nice === which.nice) ticks += cpuTicksOf(stat);
+    }
+    return ticks / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
 /** utime + stime of one /proc/PID/stat line, in clock ticks. */
 function cpuTicksOf(stat: string): number {
   // Fields after the command name (which may contain spaces) start at field 3; utime and stime are 14 and 15.

@@ -16,7 +16,7 @@ import type { ThreadData, ThreadReport, ThreadRequest } from './thread-protocol.
  * whenever a core is idle, and gets a small share when none is: a machine kept saturated for long
  * delays messages (ClassroomSyncWebhooksBacklog says so), it never stops them.
  */
-const DELIVERY_NICE = 19;
+export const DELIVERY_NICE = 19;
 
 /** Past the grace it gave the dispatcher, how long `close` waits for the thread's last report. */
 const CLOSE_MARGIN_MS = 2_000;
