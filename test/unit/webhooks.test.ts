@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { ConfigError, loadConfig } from '../../src/config.ts';
@@ -20,6 +21,26 @@ describe('webhook signing', () => {
     expect(new Webhook(secret).verify(body, headers)).toMatchObject({ type: 'batch.synced' });
     expect(new Webhook(other).verify(body, headers)).toMatchObject({ data: { batchId: 'b' } });
     expect(() => new Webhook(secret).verify(`${body} `, headers)).toThrow();
+  });
+
+  it("signs exactly as the reference library's own sign(), for any secret, id, body and time", () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 24, maxLength: 64 }),
+        fc.string({ minLength: 1, maxLength: 40 }),
+        fc.string({ unit: 'binary', maxLength: 400 }),
+        fc.integer({ min: 0, max: 4_102_444_800_000 }),
+        (bytes, messageId, body, ms) => {
+          const key = `whsec_${Buffer.from(bytes).toString('base64')}`;
+          const at = new Date(ms);
+          const headers = signMessage([key], messageId, body, at);
+          const reference = new Webhook(key).sign(messageId, new Date(Math.floor(ms / 1_000) * 1_000), body);
+          expect(headers['webhook-signature']).toBe(reference);
+          expect(headers['webhook-timestamp']).toBe(String(Math.floor(ms / 1_000)));
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
 
