@@ -35,6 +35,8 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   const pollMs = deps.pollMs ?? 1_000;
   const capacity = settings.concurrency * PREFETCH;
   let stopped = false;
+  /** The last claim was full: more may be due than it could take. */
+  let moreDue = false;
   let wake: (() => void) | undefined;
   const nudge = () => wake?.();
   const slots = createSlots({
@@ -43,8 +45,10 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     logger,
     concurrency: settings.concurrency,
     maxWaitMs: settings.timeoutMs,
-    // Claim again once a slot-load of room is free: several messages a claim, not one an attempt.
-    onFree: () => capacity - slots.held() >= settings.concurrency && nudge(),
+    // Claim again once a slot-load of room is free, if the last claim left messages behind: several
+    // messages a claim, not one an attempt. Messages written since a claim that took all that was due
+    // wait for the next poll, so a trickle is claimed a poll's worth at a time, not one by one.
+    onFree: () => moreDue && capacity - slots.held() >= settings.concurrency && nudge(),
   });
   const claim = dueMessages(deps, pollMs);
 
@@ -64,8 +68,10 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
         }
         slots.take(claimed, claimedAt);
       }
-      // A full claim may mean more is due: look again as soon as there is room.
-      if (claimed.length > 0 && claimed.length === room) continue;
+      // A full claim may mean more is due: look again at once. With no room, the claim that filled
+      // the slots was full, so more still may be: a slot freeing wakes the pause.
+      if (room > 0) moreDue = claimed.length > 0 && claimed.length === room;
+      if (moreDue && room > 0) continue;
       await pause(failures > 0 ? Math.min(pollMs * 2 ** failures, 30_000) : pollMs, (early) => {
         wake = early;
       });

@@ -126,4 +126,30 @@ describe('webhook outbox', () => {
       await receiver.close();
     }
   });
+
+  it('a backlog of many claims is sent claim after claim without waiting for a poll, each message once', async () => {
+    const receiver = await startReceiver();
+    await syncedBatches('backlog-', 30);
+    // Claims of 4 × 2 messages; a poll only every 10 minutes: only full claims chaining can send all 30.
+    const delivery = startWebhookDelivery({
+      databaseUrl: h.config.databaseUrl,
+      settings: { ...h.config.webhooks, endpoint: { url: receiver.url, secrets: [newSecret()] }, concurrency: 2 },
+      accounts: [],
+      logger: createLogger({ level: 'silent' }),
+      pollMs: 600_000,
+    });
+    try {
+      await waitFor(
+        async () => ((await messagesOf('backlog-')).filter((m) => m.status === 'delivered').length === 30 ? true : undefined),
+        'all 30 delivered',
+        60_000,
+      );
+      const ids = receiver.received.filter((r) => String(r.message.data.batchId).startsWith('backlog-')).map((r) => r.headers['webhook-id']);
+      expect(ids).toHaveLength(30);
+      expect(new Set(ids).size).toBe(30);
+    } finally {
+      await delivery.close(0);
+      await receiver.close();
+    }
+  });
 });
