@@ -104,24 +104,16 @@ export async function startWorkerProcess(config: Config, options: WorkerProcessO
       logger.info({ signal }, 'stopping: no new requests or jobs; finishing active ones');
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
-      stopWithin(worker.stop(), config.sync.shutdownGraceMs + STOP_MARGIN_MS).then(
-        (stopped) => {
-          if (!stopped) {
-            logger.error(
-              { waitedMs: config.sync.shutdownGraceMs + STOP_MARGIN_MS },
-              'stopping did not finish in time; exiting anyway (active jobs run again once their leases expire)',
-            );
-            process.exitCode = 1;
-          }
-          resolve();
-        },
-        (error: unknown) => {
-          // The process still exits (a supervisor restarts it), but not with 0: the drain failed.
-          logger.error({ err: error }, 'error while stopping');
-          process.exitCode = 1;
-          resolve();
-        },
-      );
+      const waitedMs = config.sync.shutdownGraceMs + STOP_MARGIN_MS;
+      bounded(worker.stop(), waitedMs, () => {
+        logger.error({ waitedMs }, 'stopping did not finish in time; exiting anyway (active jobs run again once their leases expire)');
+        process.exitCode = 1;
+      }).then(resolve, (error: unknown) => {
+        // The process still exits (a supervisor restarts it), but not with 0: the drain failed.
+        logger.error({ err: error }, 'error while stopping');
+        process.exitCode = 1;
+        resolve();
+      });
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
@@ -136,10 +128,6 @@ export async function startWorkerProcess(config: Config, options: WorkerProcessO
 const STOP_MARGIN_MS = 10_000;
 /** How long a stopped worker process waits for its event loop to empty before exiting anyway. */
 const EXIT_AFTER_STOP_MS = 1_000;
-
-async function stopWithin(stopping: Promise<void>, ms: number): Promise<boolean> {
-  return (await within(stopping, ms)).done;
-}
 
 function portError(error: unknown, port: number): Error {
   if ((error as { code?: unknown }).code === 'EADDRINUSE') {
