@@ -21,12 +21,13 @@ export type WebhookDelivery = Dispatcher;
 
 export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery {
   const { settings } = deps;
+  const logger = deps.logger.child({ component: 'webhooks' });
   // Two connections: one claims while the other records; a slow outbox never waits on sync jobs.
   const database = createDatabase(deps.databaseUrl, { max: 2, applicationName: 'classroom-sync-webhooks' });
   const poster = createWebhookPoster({ timeoutMs: settings.timeoutMs, connections: settings.concurrency });
   const dispatcher = startDispatcher({
     db: database.db,
-    logger: deps.logger.child({ component: 'webhooks' }),
+    logger,
     poster,
     settings,
     endpointFor: endpointRouter(deps.accounts, settings.endpoint),
@@ -34,7 +35,7 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
     ...(deps.onOutcome ? { onOutcome: deps.onOutcome } : {}),
     ...(deps.pollMs === undefined ? {} : { pollMs: deps.pollMs }),
   });
-  deps.logger.info({ component: 'webhooks', concurrency: settings.concurrency, timeoutMs: settings.timeoutMs }, 'webhook delivery started');
+  logger.info({ concurrency: settings.concurrency, timeoutMs: settings.timeoutMs }, 'webhook delivery started');
   return {
     nudge: dispatcher.nudge,
     async close(graceMs) {

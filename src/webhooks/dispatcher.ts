@@ -69,9 +69,9 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
         slots.take(claimed, claimedAt);
       }
       // A full claim may mean more is due: look again at once. With no room, the claim that filled
-      // the slots was full, so more still may be: a slot freeing wakes the pause.
-      if (room > 0) moreDue = claimed.length > 0 && claimed.length === room;
-      if (moreDue && room > 0) continue;
+      // the slots was full, so more still may be (moreDue stays): a slot freeing wakes the pause.
+      if (room > 0) moreDue = claimed.length === room;
+      if (room > 0 && moreDue) continue;
       await pause(failures > 0 ? Math.min(pollMs * 2 ** failures, 30_000) : pollMs, (early) => {
         wake = early;
       });
