@@ -128,50 +128,53 @@ export function processCpuSeconds(pid: number): number | undefined {
  * thread runs at 19, everything else at 0), or of its main thread (`'main'`); Linux only.
  */
 export function threadCpuSeconds(pid: number, which: 'main' | { nice: number }): number | undefined {
-  try {
-    let ticks = 0;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      let stat: string;
-      try {
-        stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      } catch {
-        continue; // it ended since the listing
-      }
-      // Field 19 is the nice value (16th after the command name).
-      const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-      if (which === 'main' ? tid === String(pid) : nice === which.nice) ticks += cpuTicksOf(stat);
-    }
-    return ticks / CLOCK_TICKS;
-  } catch {
-    return undefined;
+  const stats = statsUnder(`/proc/${pid}/task`);
+  if (!stats) return undefined;
+  let ticks = 0;
+  for (const [tid, stat] of stats) {
+    // Field 19 is the nice value.
+    if (which === 'main' ? tid === String(pid) : Number(fieldsOf(stat)[16]) === which.nice) ticks += cpuTicksOf(stat);
   }
-}
-
-/** utime + stime of one /proc/PID/stat line, in clock ticks. */
-function cpuTicksOf(stat: string): number {
-  // Fields after the command name (which may contain spaces) start at field 3; utime and stime are 14 and 15.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
+  return ticks / CLOCK_TICKS;
 }
 
 /** CPU seconds so far of every process named `command` (e.g. every PostgreSQL backend); Linux only. */
 export function commandCpuSeconds(command: string): number | undefined {
-  let total = 0;
+  const stats = statsUnder('/proc');
+  if (!stats) return undefined;
+  let ticks = 0;
+  for (const [, stat] of stats) if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === command) ticks += cpuTicksOf(stat);
+  return ticks / CLOCK_TICKS;
+}
+
+/** The stat line of each numbered entry of `dir` (/proc or /proc/PID/task), by its number; undefined if `dir` cannot be read. */
+function statsUnder(dir: string): [string, string][] | undefined {
+  let entries: string[];
   try {
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      let stat: string;
-      try {
-        stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      } catch {
-        continue; // it ended since the listing
-      }
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === command) total += cpuTicksOf(stat);
-    }
+    entries = readdirSync(dir).filter((entry) => /^\d+$/.test(entry));
   } catch {
     return undefined;
   }
-  return total / CLOCK_TICKS;
+  const stats: [string, string][] = [];
+  for (const entry of entries) {
+    try {
+      stats.push([entry, readFileSync(`${dir}/${entry}/stat`, 'utf8')]);
+    } catch {
+      // It ended since the listing.
+    }
+  }
+  return stats;
+}
+
+/** The fields of a stat line after the command name (which may contain spaces): field 3 onwards. */
+function fieldsOf(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** utime + stime of one stat line (fields 14 and 15), in clock ticks. */
+function cpuTicksOf(stat: string): number {
+  const fields = fieldsOf(stat);
+  return Number(fields[11]) + Number(fields[12]);
 }
 
 /** Busy and total CPU time of the whole machine so far, from /proc/stat (Linux); undefined elsewhere. */
