@@ -19,11 +19,26 @@ export interface AddClassInput {
   extra?: Record<string, unknown>;
 }
 
+/**
+ * What an edit-class changes besides the join link. The spec lists only `classId` and
+ * `enableJoinMagicLink` ("other editable fields: not shown"); a hosted service also takes these.
+ */
+export interface ClassChanges {
+  name?: string;
+  subject?: string;
+  /** Archived classes are listed under `hiddenClasses`. */
+  archived?: boolean;
+  /** Extra class fields, sent as they are (as on add-class). */
+  extra?: Record<string, unknown>;
+}
+
 export type { CallOptions, CallRecord, ClassroomHooks } from './call.ts';
 
 export interface ClassroomClient {
   addClass(input: AddClassInput, options?: CallOptions): Promise<{ classId: string; raw: unknown }>;
   enableJoinLink(classId: string, options?: CallOptions): Promise<void>;
+  /** Renames, re-subjects, archives or unarchives a class: sending the same edit again changes nothing more. */
+  editClass(classId: string, changes: ClassChanges, options?: CallOptions): Promise<void>;
   getClass(classId: string, options?: CallOptions): Promise<ClassRecord>;
   listClasses(instituteId: string, query?: { searchTerm?: string }, options?: CallOptions): Promise<InstituteListing>;
 }
@@ -43,6 +58,18 @@ export function createClassroomClient(settings: ClassroomSettings, hooks: Classr
       await call(
         'editClass',
         (signal) => http({ method: settings.editClassMethod, path: '/teacher/editClass', json: { classId, enableJoinMagicLink: true }, signal }),
+        options,
+        () => undefined,
+      );
+    },
+
+    async editClass(classId, changes, options) {
+      assertSafeId('editClass', classId);
+      const { extra, ...named } = changes;
+      const json = { ...extra, ...Object.fromEntries(Object.entries(named).filter(([, v]) => v !== undefined)), classId };
+      await call(
+        'editClass',
+        (signal) => http({ method: settings.editClassMethod, path: '/teacher/editClass', json, signal }),
         options,
         () => undefined,
       );

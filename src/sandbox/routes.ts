@@ -8,7 +8,7 @@ import { rewriteName } from './names.ts';
 import { buildListing, fullRecord, shortRecord } from './records.ts';
 import { readable, replicaView } from './replica.ts';
 import { deliverFault, failure, send, success, type Answer } from './respond.ts';
-import { CLASS_TYPES, type ClassType } from './store.ts';
+import { CLASS_TYPES, type ClassEdit, type ClassType } from './store.ts';
 import { addClassBody, editClassBody, parseBody } from './validation.ts';
 
 type Operation = (request: FastifyRequest, key: KeyState) => Answer;
@@ -97,12 +97,22 @@ function addClass(ctx: SandboxContext, body: unknown, key: KeyState): Answer {
 function editClass(ctx: SandboxContext, body: unknown, key: KeyState): Answer {
   const parsed = parseBody(editClassBody, body);
   if (!parsed.ok) return failure(400, parsed.message);
-  const { classId, enableJoinMagicLink } = parsed.value;
+  const { classId, enableJoinMagicLink, name, subject, archived, instituteId: _institute, _id: _self, joinMagicLink: _link, ...extra } = parsed.value;
   const existing = ctx.store.get(classId);
   // A class the replica does not know yet is "not found", and the edit is not applied.
   if (!existing || !readable(existing, ctx.clock())) return failure(404, `classId: class ${classId} not found`);
   if (!key.instituteIds.has(existing.instituteId)) return othersClass(classId);
-  const record = enableJoinMagicLink === undefined ? existing : (ctx.store.setJoinLink(classId, enableJoinMagicLink, () => ctx.faults.readLagMs()) ?? existing);
+  // A rename is kept as add-class keeps a name: rewritten, and refused if nothing is left.
+  const renamed = name === undefined ? undefined : { kept: rewriteName(name, ctx.faults.config.nameRewrite), sent: name };
+  if (renamed?.kept === '') return failure(400, 'name: must not be empty');
+  const changes: ClassEdit = {
+    name: renamed,
+    subject,
+    archived,
+    extra: Object.keys(extra).length > 0 ? extra : undefined,
+    enableJoinMagicLink,
+  };
+  const record = ctx.store.edit(classId, changes, () => ctx.faults.readLagMs()) ?? existing;
   return success(shortRecord(record, ctx.records));
 }
 

@@ -8,11 +8,11 @@ export type ClassType = (typeof CLASS_TYPES)[number];
 export interface StoredClass {
   readonly _id: string;
   readonly instituteId: string;
-  /** As stored: add-class may have rewritten it (see names.ts). */
-  readonly name: string;
-  /** As the caller sent it; ground truth uses it to tell which batch a class belongs to. */
-  readonly sentName: string;
-  readonly subject: string;
+  /** As stored: add-class and edit-class may have rewritten it (see names.ts). */
+  name: string;
+  /** As the caller last sent it; ground truth uses it to tell which batch a class belongs to. */
+  sentName: string;
+  subject: string;
   readonly classType: ClassType;
   readonly classNumber: number;
   /** Epoch milliseconds; the listing delay compares against it. */
@@ -30,7 +30,19 @@ export interface StoredClass {
   joinMagicLink: string;
   magicJoinToken: { enabledOn: string; token: string } | undefined;
   /** Fields the caller sent that the sandbox does not model; echoed back in full records. */
-  readonly extra: Readonly<Record<string, unknown>>;
+  extra: Readonly<Record<string, unknown>>;
+}
+
+/** What one edit-class changes; every field left out stays as it is. */
+export interface ClassEdit {
+  /** The name to keep (rewritten) and the name the caller sent: both or neither. */
+  name?: { kept: string; sent: string } | undefined;
+  subject?: string | undefined;
+  /** true lists the class under `hiddenClasses`, false brings it back. */
+  archived?: boolean | undefined;
+  /** Merged over the class's extra fields. */
+  extra?: Record<string, unknown> | undefined;
+  enableJoinMagicLink?: boolean | undefined;
 }
 
 export interface NewClass {
@@ -59,6 +71,8 @@ export interface ClassTruth {
   pending: boolean;
   joinMagicLink: string;
   createdAt: string;
+  /** The fields the caller sent that the sandbox does not model (add-class, merged by edit-class). */
+  extra: Readonly<Record<string, unknown>>;
 }
 
 export interface SandboxStore {
@@ -71,6 +85,8 @@ export interface SandboxStore {
    * `linkLagMs` is asked only when a link is actually (re)created: reads show it that much later.
    */
   setJoinLink(id: string, enabled: boolean, linkLagMs?: () => number): StoredClass | undefined;
+  /** Applies every change of one edit-class together; undefined (nothing changed) for an unknown id. `linkLagMs` as for setJoinLink. */
+  edit(id: string, changes: ClassEdit, linkLagMs?: () => number): StoredClass | undefined;
   delete(id: string): boolean;
   /** Archives the class, so listings show it under `hiddenClasses`. */
   hide(id: string): boolean;
@@ -117,10 +133,17 @@ export function createStore(deps: StoreDeps): SandboxStore {
       return record;
     },
     get: (id) => byId.get(id),
-    setJoinLink(id, enabled, linkLagMs) {
+    setJoinLink: (id, enabled, linkLagMs) => store.edit(id, { enableJoinMagicLink: enabled }, linkLagMs),
+    edit(id, changes, linkLagMs) {
       const record = byId.get(id);
+      if (!record) return undefined;
+      if (changes.name) Object.assign(record, { name: changes.name.kept, sentName: changes.name.sent });
+      if (changes.subject !== undefined) record.subject = changes.subject;
+      if (changes.archived !== undefined) record.archived = changes.archived;
+      if (changes.extra) record.extra = { ...record.extra, ...changes.extra };
       // The live token is the class id plus 8 hex characters.
-      if (record) applyJoinLink(record, enabled, deps, () => record._id + randomHex(random, 8), linkLagMs);
+      const token = () => record._id + randomHex(random, 8);
+      if (changes.enableJoinMagicLink !== undefined) applyJoinLink(record, changes.enableJoinMagicLink, deps, token, linkLagMs);
       return record;
     },
     delete(id) {
@@ -214,5 +237,6 @@ export function toTruth(r: StoredClass): ClassTruth {
     pending: r.pending,
     joinMagicLink: r.joinMagicLink,
     createdAt: new Date(r.createdAt).toISOString(),
+    extra: { ...r.extra },
   };
 }

@@ -20,10 +20,20 @@ export const addClassBody = z.looseObject(
   objectError,
 );
 
+/** A field edit-class may not change: present at all, it is refused ("instituteId: cannot be edited"). */
+const fixed = z.never({ error: 'cannot be edited' }).optional();
+
+/** Any other field is an extra field of the class, merged over its extras (as add-class stores them). */
 export const editClassBody = z.looseObject(
   {
     classId: text(128),
     enableJoinMagicLink: z.boolean({ error: 'must be true or false' }).optional(),
+    name: text(200).optional(),
+    subject: text(200).optional(),
+    archived: z.boolean({ error: 'must be true or false' }).optional(),
+    instituteId: fixed,
+    _id: fixed,
+    joinMagicLink: fixed,
   },
   objectError,
 );

@@ -129,6 +129,7 @@ function pausingClient(real: ClassroomClient, operation: SandboxOperation, at: P
   const client: ClassroomClient = {
     addClass: (input, options) => around('addClass', (o) => real.addClass(input, o), options),
     enableJoinLink: (classId, options) => around('editClass', (o) => real.enableJoinLink(classId, o), options),
+    editClass: (classId, changes, options) => around('editClass', (o) => real.editClass(classId, changes, o), options),
     getClass: (classId, options) => around('getClass', (o) => real.getClass(classId, o), options),
     listClasses: (instituteId, query, options) => around('listClasses', (o) => real.listClasses(instituteId, query, o), options),
   };
