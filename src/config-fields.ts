@@ -13,6 +13,9 @@ export const duration = z.string().transform((value, ctx) => {
   return ms;
 });
 
+/** `true` or `false`, nothing else: a typo must not flip a setting that decides what happens to classes. */
+export const flag = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true');
+
 /** "5s,5m,30m": a list of durations, in order. */
 export const durationList = z.string().transform((value, ctx) => {
   const parts = value.split(',').map((part) => parseDuration(part));

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { resolveAccounts } from './accounts/resolve.ts';
 import type { Account } from './accounts/types.ts';
 import { type ClassroomSettings, classroomFields as f } from './classroom/settings.ts';
-import { duration, int, webhookEnv } from './config-fields.ts';
+import { duration, flag, int, webhookEnv } from './config-fields.ts';
 import { hasHashTag, isClusterUrl, redisUrlProblem } from './redis-url.ts';
 import { type WebhookSettings, webhookSettingsOf } from './webhooks/settings.ts';
 
@@ -59,6 +59,7 @@ const envSchema = z.object({
     .default('{name}'),
   CLASSROOM_NAME_MIN_CUT: int(1, 200).default(16),
   CLASSROOM_KEY_PROBE_EVERY: duration.default(30_000),
+  CLASSROOM_ARCHIVE_ON_CANCEL: flag.default(true),
 
   SYNC_CONCURRENCY: int(1, 1000).default(8),
   SYNC_BACKGROUND_CONCURRENCY: int(1, 100).default(2),
@@ -74,10 +75,9 @@ const envSchema = z.object({
   SYNC_LIVE_LANE_BOUND: duration.default(60_000),
   SHUTDOWN_GRACE: duration.default(30_000),
   RECONCILE_EVERY: duration.default(15 * 60_000),
+  RECONCILE_REPAIR_NAMES: flag.default(false),
   BATCH_EVENTS_RETENTION: duration.default(30 * 86_400_000),
-
   ...webhookEnv,
-
   PORT: int(0, 65535).default(3000),
   HOST: z.string().min(1).default('0.0.0.0'),
   API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -120,6 +120,9 @@ export interface Config {
     liveLaneBoundMs: number;
     shutdownGraceMs: number;
     reconcileEveryMs: number;
+    /** CLASSROOM_ARCHIVE_ON_CANCEL (a cancelled batch's class is archived); RECONCILE_REPAIR_NAMES (a drifted name is edited back). */
+    archiveOnCancel: boolean;
+    repairNames: boolean;
     eventsRetentionMs: number;
   }>;
   readonly http: Readonly<{ port: number; host: string; apiToken: string | undefined }>;
@@ -167,6 +170,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       liveLaneBoundMs: e.SYNC_LIVE_LANE_BOUND,
       shutdownGraceMs: e.SHUTDOWN_GRACE,
       reconcileEveryMs: e.RECONCILE_EVERY,
+      archiveOnCancel: e.CLASSROOM_ARCHIVE_ON_CANCEL,
+      repairNames: e.RECONCILE_REPAIR_NAMES,
       eventsRetentionMs: e.BATCH_EVENTS_RETENTION,
     },
     http: { port: e.PORT, host: e.HOST, apiToken: e.API_TOKEN },

@@ -10,15 +10,32 @@
 // The convenience handle.
 export { createClassroomSync, type ClassroomSync, type ClassroomSyncOptions } from './library/classroom-sync.ts';
 
-// Publishing batch-created events with dependencies you build yourself (e.g. from createRuntime).
+// Publishing batch events with dependencies you build yourself (e.g. from createRuntime).
 export {
   publishBatchCreated,
+  publishBatchUpdated,
+  publishBatchCancelled,
   publishBatches,
   type AcceptedBatch,
+  type IntakeOutcome,
   type PublishDeps,
   type PublishOutcome,
 } from './intake/publish.ts';
-export { parseBatchCreated, InvalidEventError, type BatchCreated, type BatchCreatedInput, type FieldProblem } from './intake/schema.ts';
+export {
+  parseBatchCreated,
+  parseBatchEvent,
+  InvalidEventError,
+  EVENT_TYPES,
+  type BatchCreated,
+  type BatchCreatedInput,
+  type BatchUpdated,
+  type BatchUpdatedInput,
+  type BatchCancelled,
+  type BatchCancelledInput,
+  type BatchEvent,
+  type EventType,
+  type FieldProblem,
+} from './intake/schema.ts';
 
 // Reading mappings.
 export { getBatch, listBatches, type BatchPage, type ListBatchesQuery } from './library/mappings.ts';

@@ -6,7 +6,7 @@ import { createLogger } from '../logger.ts';
 import { everyKeyRefused } from '../reconcile/accounts.ts';
 import { reconcileDepsOf, reconcileOptionsOf } from '../reconcile/setup.ts';
 import { runReconciliation } from '../reconcile/run.ts';
-import { CATEGORIES, type Finding, REPAIRED, type ReconcileReport } from '../reconcile/types.ts';
+import { CATEGORIES, DEFAULT_REPAIR_SETTINGS, type Finding, type ReconcileReport, type RepairSettings, repairActions } from '../reconcile/types.ts';
 import { createRuntime } from '../runtime.ts';
 
 export interface ReconcileRequest {
@@ -39,7 +39,7 @@ export async function runReconcileCommand(config: Config, request: ReconcileRequ
       listLimit: request.listLimit,
       ...(request.instituteIds.length ? { instituteIds: request.instituteIds } : {}),
     });
-    console.log(request.json ? JSON.stringify(report) : formatReport(report));
+    console.log(request.json ? JSON.stringify(report) : formatReport(report, config.sync));
     return report.ok ? 0 : 1;
   } finally {
     await runtime.close();
@@ -47,11 +47,12 @@ export async function runReconcileCommand(config: Config, request: ReconcileRequ
 }
 
 /** The report as text: a header, counts and actions per category, repairs, then the findings listed. */
-export function formatReport(report: ReconcileReport): string {
-  return [...summaryLines(report), ...findingLines(report)].join('\n');
+/** The report as text; `settings` decide which categories this pass repaired (RECONCILE_REPAIR_NAMES, CLASSROOM_ARCHIVE_ON_CANCEL). */
+export function formatReport(report: ReconcileReport, settings: RepairSettings = DEFAULT_REPAIR_SETTINGS): string {
+  return [...summaryLines(report, repairActions(settings)), ...findingLines(report)].join('\n');
 }
 
-function summaryLines(report: ReconcileReport): string[] {
+function summaryLines(report: ReconcileReport, repaired: ReturnType<typeof repairActions>): string[] {
   const seconds = (report.durationMs / 1000).toFixed(2);
   const unread = report.institutes.filter((i) => i.error).length;
   const lines = [
@@ -61,17 +62,19 @@ function summaryLines(report: ReconcileReport): string[] {
     `${'category'.padEnd(22)} ${'count'.padStart(7)}  action`,
   ];
   for (const category of CATEGORIES) {
-    const action = REPAIRED[category] ? (report.dryRun ? `would ${REPAIRED[category]}` : REPAIRED[category]) : category === 'in_sync' ? '' : 'report';
+    const action = repaired[category] ? (report.dryRun ? `would ${repaired[category]}` : repaired[category]) : category === 'in_sync' ? '' : 'report';
     lines.push(`${category.padEnd(22)} ${String(report.counts[category]).padStart(7)}  ${action}`);
   }
   const u = report.unclassified;
   lines.push(
     '',
-    `not classified: ${u.inFlight} in flight, ${u.tooRecent} too recent to judge, ${u.unresolvedReview} needs_review unresolved, ${u.failedWithoutClass} failed without a class`,
+    `not classified: ${u.inFlight} in flight, ${u.tooRecent} too recent to judge, ${u.unresolvedReview} needs_review unresolved, ${u.failedWithoutClass} failed without a class, ${u.cancelledWithoutClass} cancelled without a class`,
   );
   if (!report.dryRun) {
     const r = report.repairs;
-    lines.push(`repairs: ${r.requeued} re-enqueued, ${r.linkStepsReset} link steps reset, ${r.adopted} adopted, ${r.skipped} skipped (changed meanwhile)`);
+    lines.push(
+      `repairs: ${r.requeued} re-enqueued, ${r.linkStepsReset} link steps reset, ${r.adopted} adopted, ${r.editsRequested} edits requested, ${r.skipped} skipped (changed meanwhile)`,
+    );
   }
   lines.push(`join-link checks: ${report.linkChecks.checked} read, ${report.linkChecks.failed} failed`);
   return lines;

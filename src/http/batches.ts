@@ -1,4 +1,4 @@
-// The batch API: integrators post batch-created events and read back mappings.
+// The batch API: integrators post batch events (created, updated, cancelled) and read back mappings.
 //
 // A posted array is all-or-nothing: if any event is invalid the answer is 400 listing every
 // problem (by index and field) and nothing is recorded. Accepting the valid part would force every
@@ -7,8 +7,9 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { findBatch, institutesOf, readTimeline, viewOf } from '../read-model/index.ts';
 import type { Db } from '../db/client.ts';
+import { unknownTargets } from '../intake/apply.ts';
 import { type PublishDeps, publishParsed } from '../intake/publish.ts';
-import { type BatchCreated, type IntakeDefaults, parseBatchCreated } from '../intake/schema.ts';
+import { type BatchEvent, type FieldProblem, type IntakeDefaults, parseBatchEvent } from '../intake/schema.ts';
 import { type Problem, batchIdParamSchema, listMappings, listQuerySchema, oneQuerySchema, problemsOf } from './batch-query.ts';
 
 export const MAX_EVENTS_PER_POST = 1_000;
@@ -31,11 +32,13 @@ export function registerBatchRoutes(app: FastifyInstance, deps: BatchRoutesDeps)
     const problems = isArray ? arrayProblems(events) : [];
     const parsed = problems.length === 0 ? parseEvents(events, isArray, deps.publish.defaults) : { valid: [], problems: [] };
     problems.push(...parsed.problems);
+    if (problems.length === 0) problems.push(...unknownProblems(await unknownTargets(db, parsed.valid), isArray));
     if (problems.length > 0) return badRequest(reply, problems, 'nothing was accepted; fix these and post again (re-posting is harmless)');
 
     // Parsed once: the events recorded are the ones validated above.
     const batches = await publishParsed(deps.publish, parsed.valid);
-    request.log.info({ accepted: batches.length, duplicates: batches.filter((b) => b.duplicate).length }, 'batches accepted');
+    const stale = batches.filter((b) => b.outcome === 'stale').length;
+    request.log.info({ accepted: batches.length, duplicates: batches.filter((b) => b.duplicate).length, stale }, 'batches accepted');
     return reply.code(202).send({ batches });
   });
 
@@ -88,15 +91,20 @@ function arrayProblems(events: unknown[]): Problem[] {
 }
 
 /** Every event parsed; `problems` names each bad field by path (all of them, for the 400). */
-function parseEvents(events: unknown[], isArray: boolean, defaults: IntakeDefaults): { valid: BatchCreated[]; problems: Problem[] } {
-  const valid: BatchCreated[] = [];
+function parseEvents(events: unknown[], isArray: boolean, defaults: IntakeDefaults): { valid: BatchEvent[]; problems: Problem[] } {
+  const valid: BatchEvent[] = [];
   const problems: Problem[] = [];
   events.forEach((event, index) => {
-    const parsed = parseBatchCreated(event, defaults);
+    const parsed = parseBatchEvent(event, defaults);
     if (parsed.ok) valid.push(parsed.event);
     else problems.push(...parsed.problems.map(({ field, reason }) => ({ path: pathOf(isArray ? index : undefined, field), reason })));
   });
   return { valid, problems };
+}
+
+/** Changes of batches never recorded, as problems by path. */
+function unknownProblems(refused: Map<number, FieldProblem[]>, isArray: boolean): Problem[] {
+  return [...refused].flatMap(([index, problems]) => problems.map(({ field, reason }) => ({ path: pathOf(isArray ? index : undefined, field), reason })));
 }
 
 /** `name`, `(body)`, `[3].name`, `[3]`. */

@@ -7,7 +7,18 @@ import { type BatchLane, type BatchState, type Db, TERMINAL_STATES } from '../ma
 import { queueLaneOf } from '../sync/lanes.ts';
 import { renderClassName } from '../sync/names.ts';
 import { type Placement, type SyncQueue, queueFor, syncJob } from '../sync/queue.ts';
-import { type BatchCreated, type FieldProblem, type IntakeDefaults, InvalidEventError, parseBatchCreated } from './schema.ts';
+import { applyBatchChange, keyOf, unknownTargets } from './apply.ts';
+import {
+  type BatchCreated,
+  type BatchCancelledInput,
+  type BatchEvent,
+  type BatchUpdatedInput,
+  type EventType,
+  type FieldProblem,
+  type IntakeDefaults,
+  InvalidEventError,
+  parseBatchEvent,
+} from './schema.ts';
 
 export interface PublishDeps {
   db: Db;
@@ -19,9 +30,20 @@ export interface PublishDeps {
   enqueueTimeoutMs?: number;
 }
 
+/**
+ * recorded   a new batch
+ * duplicate  a batch.created for a batch already recorded, with no higher version: nothing changed
+ * applied    an update, a cancellation or a newer batch.created was applied
+ * stale      its version is not above the last one applied: ignored (the batch's history says so)
+ */
+export type IntakeOutcome = 'recorded' | 'duplicate' | 'applied' | 'stale';
+
 export interface AcceptedBatch {
   batchId: string;
   instituteId: string;
+  type: EventType;
+  outcome: IntakeOutcome;
+  /** The batch's state after this event. */
   state: BatchState;
   /** True when this batch was already recorded (a re-post is harmless). */
   duplicate: boolean;
@@ -41,7 +63,7 @@ export interface PublishOptions {
 
 const CHUNK = 1_000;
 
-/** Validates, records and enqueues one event. Throws InvalidEventError naming each bad field. */
+/** Validates, records and enqueues one event (`batch.created` unless its `type` says otherwise). Throws InvalidEventError naming each bad field. */
 export async function publishBatchCreated(deps: PublishDeps, input: unknown, options: PublishOptions = {}): Promise<AcceptedBatch> {
   const outcome = answerTo(await publishBatches(deps, [input], options), 0, 'publishBatches');
   if (!outcome.ok) throw new InvalidEventError(outcome.problems);
@@ -49,14 +71,33 @@ export async function publishBatchCreated(deps: PublishDeps, input: unknown, opt
   return accepted;
 }
 
-/** Many events at once; each valid one is accepted even when others are rejected. Order is kept. */
+/** A `batch.updated` event: new name, subject or extra class fields for a batch already recorded. */
+export function publishBatchUpdated(deps: PublishDeps, input: BatchUpdatedInput): Promise<AcceptedBatch> {
+  return publishBatchCreated(deps, { ...input, type: 'batch.updated' });
+}
+
+/** A `batch.cancelled` event: the batch never gets a class, or its class is archived. */
+export function publishBatchCancelled(deps: PublishDeps, input: BatchCancelledInput): Promise<AcceptedBatch> {
+  return publishBatchCreated(deps, { ...input, type: 'batch.cancelled' });
+}
+
+/** Many events at once (any types, applied in order); each valid one is accepted even when others are rejected. Order is kept. */
 export async function publishBatches(deps: PublishDeps, inputs: readonly unknown[], options: PublishOptions = {}): Promise<PublishOutcome[]> {
   const outcomes: PublishOutcome[] = new Array(inputs.length);
-  const valid: { index: number; event: BatchCreated }[] = [];
+  const parsedOk: { index: number; event: BatchEvent }[] = [];
   inputs.forEach((input, index) => {
-    const parsed = parseBatchCreated(input, deps.defaults);
-    if (parsed.ok) valid.push({ index, event: parsed.event });
+    const parsed = parseBatchEvent(input, deps.defaults);
+    if (parsed.ok) parsedOk.push({ index, event: parsed.event });
     else outcomes[index] = { ok: false, index, problems: parsed.problems };
+  });
+  const refused = await unknownTargets(
+    deps.db,
+    parsedOk.map((v) => v.event),
+  );
+  const valid = parsedOk.filter((v, i) => {
+    const problems = refused.get(i);
+    if (problems) outcomes[v.index] = { ok: false, index: v.index, problems };
+    return !problems;
   });
   const accepted = await publishParsed(
     deps,
@@ -87,12 +128,35 @@ function answerTo<T>(answers: readonly T[], i: number, step: string): T {
   return answer;
 }
 
-/** Records and enqueues events already validated by `parseBatchCreated` (the HTTP API validates first). */
-export async function publishParsed(deps: PublishDeps, events: readonly BatchCreated[], options: PublishOptions = {}): Promise<AcceptedBatch[]> {
+/**
+ * Records and enqueues events already validated by `parseBatchEvent` whose changes name recorded
+ * batches (`unknownTargets`; the HTTP API checks both first). Events apply in the order given:
+ * consecutive batch.created events are recorded together, each change on its own.
+ */
+export async function publishParsed(deps: PublishDeps, events: readonly BatchEvent[], options: PublishOptions = {}): Promise<AcceptedBatch[]> {
   const accepted: AcceptedBatch[] = [];
   const lane = options.lane ?? 'live';
-  for (let start = 0; start < events.length; start += CHUNK) accepted.push(...(await recordChunk(deps, events.slice(start, start + CHUNK), lane)));
+  let created: BatchCreated[] = [];
+  const flush = async () => {
+    for (let start = 0; start < created.length; start += CHUNK) accepted.push(...(await recordChunk(deps, created.slice(start, start + CHUNK), lane)));
+    created = [];
+  };
+  for (const event of events) {
+    if (!('type' in event)) {
+      created.push(event);
+      continue;
+    }
+    await flush();
+    accepted.push(await publishChange(deps, event));
+  }
+  await flush();
   return accepted;
+}
+
+async function publishChange(deps: PublishDeps, event: BatchEvent): Promise<AcceptedBatch> {
+  const { outcome, row, queued } = await applyBatchChange(deps, event);
+  const type = 'type' in event ? event.type : 'batch.created';
+  return { batchId: row.batchId, instituteId: row.instituteId, type, outcome, state: row.state, duplicate: type === 'batch.created', queued };
 }
 
 async function recordChunk(deps: PublishDeps, events: BatchCreated[], lane: BatchLane): Promise<AcceptedBatch[]> {
@@ -105,7 +169,7 @@ async function recordChunk(deps: PublishDeps, events: BatchCreated[], lane: Batc
   // The row and the first line of its audit trail are written together, by one statement.
   const inserted = await mapping.recordReceived(
     deps.db,
-    events.map((event) => ({ event, className: renderClassName(deps.defaults.classNameTemplate, event) })),
+    events.map(({ version, ...event }) => ({ event, version, className: renderClassName(deps.defaults.classNameTemplate, event) })),
     lane,
   );
   const fresh = new Set(inserted.map(keyOf));
@@ -123,10 +187,25 @@ async function recordChunk(deps: PublishDeps, events: BatchCreated[], lane: Batc
     seen.add(k);
     const stored = known.get(k);
     const placement = stored ? { lane: queueLaneOf(stored.lane, stored.state) } : nextInLine(backlog, e.instituteId, lane);
-    return { batchId: e.batchId, instituteId: e.instituteId, state: stored?.state ?? 'pending', duplicate, queued: false, placement };
+    const outcome: IntakeOutcome = duplicate ? 'duplicate' : 'recorded';
+    return {
+      batchId: e.batchId,
+      instituteId: e.instituteId,
+      type: 'batch.created' as const,
+      outcome,
+      state: stored?.state ?? 'pending',
+      duplicate,
+      queued: false,
+      placement,
+    };
   });
   await enqueue(deps, results);
-  return results.map(({ placement: _placement, ...accepted }) => accepted);
+  const accepted: AcceptedBatch[] = results.map(({ placement: _placement, ...rest }) => rest);
+  // A batch.created with a version, for a batch recorded before it, may carry newer values.
+  for (const [i, e] of events.entries()) {
+    if (e.version !== undefined && accepted[i]?.duplicate) accepted[i] = await publishChange(deps, e);
+  }
+  return accepted;
 }
 
 /** The next place in `instituteId`'s line in the lane (and moves the line on). */
@@ -166,8 +245,4 @@ async function enqueue(deps: PublishDeps, results: (AcceptedBatch & { placement:
 async function currentStates(db: Db, events: BatchCreated[]): Promise<Map<string, { state: BatchState; lane: BatchLane }>> {
   const rows = await mapping.statesOf(db, events);
   return new Map(rows.map((r) => [keyOf(r), { state: r.state, lane: r.lane }]));
-}
-
-function keyOf(k: { instituteId: string; batchId: string }): string {
-  return `${k.instituteId}\u0000${k.batchId}`;
 }

@@ -1,7 +1,7 @@
-// The batch-created event: what the integrator's system tells us about a new batch.
+// Batch events: what the integrator's system tells us about a batch (created, then updated or cancelled).
 import { z } from 'zod';
 
-const RESERVED_EXTRA = new Set(['_id', 'classId', 'joinMagicLink', 'namespace', 'userId']);
+const RESERVED_EXTRA = new Set(['_id', 'classId', 'joinMagicLink', 'namespace', 'userId', 'archived', 'enableJoinMagicLink']);
 /** An unpaired UTF-16 surrogate: no UTF-8 encoding exists for it, and Postgres refuses it in jsonb. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** In JSON.stringify output: an escaped NUL or lone surrogate (jsonb stores neither), the backslash itself not escaped. */
@@ -19,40 +19,84 @@ const printable = (max: number) =>
 
 export const MAX_EXTRA_BYTES = 8_192;
 
-export const batchCreatedSchema = z
-  .looseObject({
-    batchId: printable(200),
-    name: printable(200),
-    subject: printable(200),
-    instituteId: z
-      .string()
-      .regex(/^[A-Za-z0-9._~-]{1,128}$/, 'must be 1-128 letters, digits, ".", "_", "~" or "-"')
-      // The client never puts "." or ".." in a URL path (isSafeId), so such a batch could not be settled.
-      .refine((id) => id !== '.' && id !== '..', 'must not be "." or ".."')
-      .optional(),
-  })
+const instituteIdField = z
+  .string()
+  .regex(/^[A-Za-z0-9._~-]{1,128}$/, 'must be 1-128 letters, digits, ".", "_", "~" or "-"')
+  // The client never puts "." or ".." in a URL path (isSafeId), so such a batch could not be settled.
+  .refine((id) => id !== '.' && id !== '..', 'must not be "." or ".."')
+  .optional();
+
+/** The event types every intake path takes; an event without `type` is `batch.created`. */
+export const EVENT_TYPES = ['batch.created', 'batch.updated', 'batch.cancelled'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** Fields every event may carry that are never extra class fields (problems are listed in this order). */
+const versionField = z
+  .number({ error: 'must be a positive integer' })
+  .int('must be a positive integer')
+  .positive('must be a positive integer')
+  .max(Number.MAX_SAFE_INTEGER, `must be at most ${Number.MAX_SAFE_INTEGER}`)
+  .optional();
+const typeField = z.enum(EVENT_TYPES, { error: `must be one of ${EVENT_TYPES.join(', ')}` }).optional();
+const envelope = { instituteId: instituteIdField, type: typeField, version: versionField };
+
+/** The fields of a class; a change carries only those it changes. */
+const classFields = { name: printable(200), subject: printable(200) };
+
+export const batchCreatedSchema = z.looseObject({ batchId: printable(200), ...classFields, ...envelope }).transform((event, ctx) => {
+  const { type: _type, version, batchId, name, subject, instituteId, ...rest } = event;
+  return { batchId, name, subject, instituteId, version, extra: extraFields(rest, ctx) };
+});
+
+const batchUpdatedSchema = z
+  .looseObject({ batchId: printable(200), name: classFields.name.optional(), subject: classFields.subject.optional(), ...envelope })
   .transform((event, ctx) => {
-    const { batchId, name, subject, instituteId, ...extra } = event;
-    let total = 1;
-    let largest = { key: '', size: -1 };
-    for (const [key, value] of Object.entries(extra)) {
-      const measured = RESERVED_EXTRA.has(key) ? { problem: 'is set by the remote service and cannot be sent' } : measureExtra(key, value);
-      if ('problem' in measured) ctx.addIssue({ code: 'custom', path: [key], message: measured.problem });
-      else {
-        total += measured.size + 1;
-        if (measured.size > largest.size) largest = { key, size: measured.size };
-      }
+    const { type: _type, version, batchId, name, subject, instituteId, ...rest } = event;
+    const extra = extraFields(rest, ctx);
+    if (name === undefined && subject === undefined && Object.keys(extra).length === 0) {
+      ctx.addIssue({ code: 'custom', path: [], message: 'a batch.updated event must change name, subject or an extra class field' });
     }
-    if (total > MAX_EXTRA_BYTES) {
-      // Name the biggest field: that is the one to shorten.
-      ctx.addIssue({
-        code: 'custom',
-        path: [largest.key],
-        message: `makes the extra class fields ${total} characters of JSON; they must total at most ${MAX_EXTRA_BYTES} bytes`,
-      });
-    }
-    return { batchId, name, subject, instituteId, extra };
+    return {
+      type: 'batch.updated' as const,
+      batchId,
+      instituteId,
+      version,
+      extra,
+      ...(name === undefined ? {} : { name }),
+      ...(subject === undefined ? {} : { subject }),
+    };
   });
+
+/** A cancellation names its batch; the class fields it may carry are not used. */
+const batchCancelledSchema = z.looseObject({ batchId: printable(200), ...envelope }).transform(({ batchId, instituteId, version }) => ({
+  type: 'batch.cancelled' as const,
+  batchId,
+  instituteId,
+  version,
+}));
+
+/** The extra class fields of an event (every field not named above), each checked and their total size bounded. */
+function extraFields(rest: Record<string, unknown>, ctx: z.RefinementCtx): Record<string, unknown> {
+  let total = 1;
+  let largest = { key: '', size: -1 };
+  for (const [key, value] of Object.entries(rest)) {
+    const measured = RESERVED_EXTRA.has(key) ? { problem: 'is set by the remote service and cannot be sent' } : measureExtra(key, value);
+    if ('problem' in measured) ctx.addIssue({ code: 'custom', path: [key], message: measured.problem });
+    else {
+      total += measured.size + 1;
+      if (measured.size > largest.size) largest = { key, size: measured.size };
+    }
+  }
+  if (total > MAX_EXTRA_BYTES) {
+    // Name the biggest field: that is the one to shorten.
+    ctx.addIssue({
+      code: 'custom',
+      path: [largest.key],
+      message: `makes the extra class fields ${total} characters of JSON; they must total at most ${MAX_EXTRA_BYTES} bytes`,
+    });
+  }
+  return rest;
+}
 
 /**
  * An extra field's share of the JSON sent on add-class, or why it cannot be recorded: one such
@@ -91,6 +135,9 @@ function pollutingKey(key: string, value: unknown, path = key, depth = 0): strin
 }
 
 export type BatchCreatedInput = z.input<typeof batchCreatedSchema>;
+/** What `publishBatchUpdated` takes: any field besides these is an extra class field to set. */
+export type BatchUpdatedInput = { batchId: string; instituteId?: string; name?: string; subject?: string; version?: number } & Record<string, unknown>;
+export type BatchCancelledInput = { batchId: string; instituteId?: string; version?: number };
 export interface BatchCreated {
   batchId: string;
   name: string;
@@ -98,7 +145,30 @@ export interface BatchCreated {
   instituteId: string;
   /** Extra class fields sent as they are on add-class. */
   extra: Record<string, unknown>;
+  /** The integrator's version of the batch: grows with each change (optional). */
+  version?: number | undefined;
 }
+/** New values for a recorded batch: at least one of name, subject or an extra field. */
+export interface BatchUpdated {
+  type: 'batch.updated';
+  batchId: string;
+  instituteId: string;
+  name?: string;
+  subject?: string;
+  /** Extra class fields to set (merged over those recorded). */
+  extra: Record<string, unknown>;
+  version?: number | undefined;
+}
+export interface BatchCancelled {
+  type: 'batch.cancelled';
+  batchId: string;
+  instituteId: string;
+  version?: number | undefined;
+}
+/** Any event of a batch, as intake parsed it: a created event carries no `type`. */
+export type BatchEvent = BatchCreated | BatchUpdated | BatchCancelled;
+
+export const typeOf = (event: BatchEvent): EventType => ('type' in event ? event.type : 'batch.created');
 
 export interface FieldProblem {
   field: string;
@@ -108,11 +178,11 @@ export interface FieldProblem {
 export class InvalidEventError extends Error {
   override readonly name = 'InvalidEventError';
   constructor(readonly problems: FieldProblem[]) {
-    super(`invalid batch-created event: ${problems.map((p) => `${p.field} ${p.reason}`).join('; ')}`);
+    super(`invalid batch event: ${problems.map((p) => `${p.field} ${p.reason}`).join('; ')}`);
   }
 }
 
-export type ParseResult = { ok: true; event: BatchCreated } | { ok: false; problems: FieldProblem[] };
+export type ParseResult = { ok: true; event: BatchEvent } | { ok: false; problems: FieldProblem[] };
 
 /** Where an event without `instituteId` goes, and (with several accounts) which institutes are served at all. */
 export interface IntakeDefaults {
@@ -121,26 +191,41 @@ export interface IntakeDefaults {
   servedInstitutes?: ReadonlySet<string> | undefined;
 }
 
-export function parseBatchCreated(input: unknown, defaults: string | IntakeDefaults): ParseResult {
+const SCHEMAS = { 'batch.created': batchCreatedSchema, 'batch.updated': batchUpdatedSchema, 'batch.cancelled': batchCancelledSchema };
+
+/** Parses any batch event (created, updated or cancelled): the event, or every problem by field. */
+export function parseBatchEvent(input: unknown, defaults: string | IntakeDefaults): ParseResult {
   const { instituteId: defaultInstituteId, servedInstitutes } =
     typeof defaults === 'string' ? { instituteId: defaults, servedInstitutes: undefined } : defaults;
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     return { ok: false, problems: [{ field: '(event)', reason: 'must be a JSON object' }] };
   }
-  const result = batchCreatedSchema.safeParse(input);
+  const type = (input as { type?: unknown }).type;
+  const schema = SCHEMAS[(EVENT_TYPES as readonly unknown[]).includes(type) ? (type as EventType) : 'batch.created'];
+  const result = schema.safeParse(input);
   if (!result.success) {
     return {
       ok: false,
       problems: result.error.issues.map((issue) => ({
         field: issue.path.length ? issue.path.join('.') : '(event)',
-        reason: issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : issue.message,
+        reason: issue.code === 'invalid_type' && valueAt(input, issue.path) === undefined ? 'is required' : issue.message,
       })),
     };
   }
-  const { instituteId, ...rest } = result.data;
+  const { instituteId, ...rest } = result.data as BatchEvent & { instituteId?: string };
   if (instituteId !== undefined && servedInstitutes && !servedInstitutes.has(instituteId)) {
     const reason = `is not served by any account: add it to an account's instituteIds in CLASSROOM_ACCOUNTS_FILE (or leave instituteId out for ${defaultInstituteId})`;
     return { ok: false, problems: [{ field: 'instituteId', reason }] };
   }
-  return { ok: true, event: { ...rest, instituteId: instituteId ?? defaultInstituteId } };
+  return { ok: true, event: { ...rest, instituteId: instituteId ?? defaultInstituteId } as BatchEvent };
 }
+
+/** The input's value at a problem's path: absent means "is required", anything else gets the rule's own message. */
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const key of path) value = value !== null && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[key] : undefined;
+  return value;
+}
+
+/** `parseBatchEvent` under its first name: it takes every event type, `batch.created` by default. */
+export const parseBatchCreated = parseBatchEvent;

@@ -1,13 +1,21 @@
-// The integrator's handle: publish batch-created events and read mappings from Node code, with
+// The integrator's handle: publish batch events (created, updated, cancelled) and read mappings from Node code, with
 // its own connection pool, Redis connection and queue, all released by close(). The worker that
 // does the syncing runs elsewhere (`classroom-sync worker`), or in-process via createSyncWorker.
 import { type BatchView, countByState } from '../read-model/index.ts';
 import { type Config, loadConfig } from '../config.ts';
 import { createDatabase } from '../db/client.ts';
 import type { BatchState } from '../mapping/index.ts';
-import { type AcceptedBatch, type PublishDeps, type PublishOutcome, publishBatchCreated, publishBatches } from '../intake/publish.ts';
+import {
+  type AcceptedBatch,
+  type PublishDeps,
+  type PublishOutcome,
+  publishBatchCancelled,
+  publishBatchCreated,
+  publishBatchUpdated,
+  publishBatches,
+} from '../intake/publish.ts';
 import { publishDepsOf } from '../runtime.ts';
-import type { BatchCreatedInput } from '../intake/schema.ts';
+import type { BatchCancelledInput, BatchCreatedInput, BatchUpdatedInput } from '../intake/schema.ts';
 import { type Logger, createLogger } from '../logger.ts';
 import { createRedis } from '../redis.ts';
 import { closeQueues, createSyncQueue, settleQueue } from '../sync/queue.ts';
@@ -17,7 +25,11 @@ export interface ClassroomSync {
   readonly config: Config;
   /** Records and queues one batch. Throws InvalidEventError (naming each bad field) for a bad event. */
   publishBatchCreated(event: BatchCreatedInput): Promise<AcceptedBatch>;
-  /** Many at once: each valid event is accepted even when others are rejected; order is kept. */
+  /** New values for a recorded batch: its class is renamed or edited (see docs/library.md). */
+  publishBatchUpdated(event: BatchUpdatedInput): Promise<AcceptedBatch>;
+  /** The batch is cancelled: it never gets a class, or its class is archived. */
+  publishBatchCancelled(event: BatchCancelledInput): Promise<AcceptedBatch>;
+  /** Many at once, of any types: each valid event is accepted even when others are rejected; they apply in order. */
   publishBatches(events: readonly unknown[]): Promise<PublishOutcome[]>;
   /** One batch's mapping; the institute defaults to CLASSROOM_INSTITUTE_ID. */
   getBatch(batchId: string, instituteId?: string): Promise<BatchView | undefined>;
@@ -47,6 +59,8 @@ export function createClassroomSync(config: Config = loadConfig(), options: Clas
   return {
     config,
     publishBatchCreated: (event) => publishBatchCreated(deps, event),
+    publishBatchUpdated: (event) => publishBatchUpdated(deps, event),
+    publishBatchCancelled: (event) => publishBatchCancelled(deps, event),
     publishBatches: (events) => publishBatches(deps, events),
     getBatch: (batchId, instituteId = config.classroom.instituteId) => getBatch(database.db, instituteId, batchId),
     listBatches: (query) => listBatches(database.db, query),

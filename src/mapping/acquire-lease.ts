@@ -22,6 +22,9 @@ const terminal = sql.join(
   sql`, `,
 );
 
+/** A batch at rest with a change its class does not carry yet (src/intake/changes.ts). */
+export const CHANGE_DUE = sql`(b.state in ('synced', 'cancelled') and b.revision > b.applied_revision)`;
+
 const ACQUIRE = prepare(
   'acquire_lease',
   sql`
@@ -35,10 +38,15 @@ const ACQUIRE = prepare(
                                   then greatest(b.create_ended_at, b.lease_expires_at + ${interval(value('inFlightMs'))})
                                   else b.create_ended_at end
      where b.institute_id = ${value('instituteId')} and b.batch_id = ${value('batchId')}
-       and b.state not in (${terminal})
+       and (b.state not in (${terminal}) or ${CHANGE_DUE})
        and (b.lease_expires_at is null or b.lease_expires_at < now())
     returning ${ROW_B}, now() as "dbNow"`,
 );
+
+/** `CHANGE_DUE` of a row read already. */
+export function changeDue(row: Pick<MappingRow, 'state' | 'revision' | 'appliedRevision'>): boolean {
+  return (row.state === 'synced' || row.state === 'cancelled') && row.revision > row.appliedRevision;
+}
 
 /** `inFlightMs`: the longest a request of a runner that died may have been waiting for its answer (CLASSROOM_TIMEOUT). */
 export async function acquireLease(db: Db, key: BatchKey, owner: string, leaseMs: number, attempt: number, inFlightMs: number): Promise<AcquireResult> {
@@ -58,6 +66,6 @@ export async function acquireLease(db: Db, key: BatchKey, owner: string, leaseMs
   if (!existing) return { status: 'missing' };
   const { waitMs, ...raw } = existing;
   const row = decodeRow(raw);
-  if (TERMINAL_STATES.includes(row.state)) return { status: 'terminal', row };
+  if (TERMINAL_STATES.includes(row.state) && !changeDue(row)) return { status: 'terminal', row };
   return { status: 'busy', retryInMs: Number(waitMs) + 100 };
 }

@@ -44,7 +44,8 @@ export async function findStuck(db: Db, options: { stuckAfterMs: number; tier: S
       select id, institute_id as "instituteId", batch_id as "batchId", lane, state,
              (row_number() over (partition by institute_id, lane order by id) - 1)::int as position
         from batch_classes
-       where state not in (${terminal}) and updated_at < now() - ${interval(options.stuckAfterMs)}
+       where (state not in (${terminal}) or (revision > applied_revision and state in ('synced', 'cancelled')))
+         and updated_at < now() - ${interval(options.stuckAfterMs)}
          and (lease_expires_at is null or lease_expires_at < now())
          and ${TIERS[options.tier]}
     ) stuck

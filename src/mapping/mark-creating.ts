@@ -1,14 +1,26 @@
 import { sql } from 'drizzle-orm';
 import { fencedStatement, fencedWrite } from './fenced-write.ts';
-import type { Db, ProgressRow } from './sql.ts';
-import type { AuditEvent, Lease } from './types.ts';
+import { type Db, type ProgressRow, value } from './sql.ts';
+import type { AuditEvent, Lease, StoredEvent } from './types.ts';
 
-const MARK_CREATING = fencedStatement('mark_creating', 'extend', sql`state = 'creating', create_sent_at = now(), create_ended_at = null`);
+// The values about to be sent become the class's: a change arriving later moves the revision past them.
+const MARK_CREATING = fencedStatement(
+  'mark_creating',
+  'extend',
+  sql`state = 'creating', create_sent_at = now(), create_ended_at = null, applied_revision = ${value('revision')}, applied_event = ${value('event')}::jsonb`,
+);
 
 /**
  * `creating`, written *before* the add-class POST leaves: a batch found in this state later may have a
  * class on the remote, so it is settled by reading the listing, never by posting again.
  */
-export function markCreating(db: Db, lease: Lease, leaseMs: number, events: readonly AuditEvent[]): Promise<ProgressRow> {
-  return fencedWrite(db, lease, MARK_CREATING, { extendMs: leaseMs, events });
+export function markCreating(
+  db: Db,
+  lease: Lease,
+  leaseMs: number,
+  sending: { revision: number; event: StoredEvent },
+  events: readonly AuditEvent[],
+): Promise<ProgressRow> {
+  const values = { revision: sending.revision, event: JSON.stringify(sending.event) };
+  return fencedWrite(db, lease, MARK_CREATING, { extendMs: leaseMs, events, values });
 }

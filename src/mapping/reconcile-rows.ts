@@ -20,6 +20,10 @@ export interface ReconcileRow {
   recent: boolean;
   /** An add-class was sent and its outcome is not settled (with no ClassID: it may have made a class). */
   sentCreate?: boolean;
+  /** Changes accepted so far; a repair that asks for an edit is guarded by the revision it read. */
+  revision: number;
+  /** A change waits for edit-class: `revision` above `applied_revision`, or a `next_class_name` not sent yet. */
+  changePending: boolean;
 }
 
 const terminal = sql.join(
@@ -39,7 +43,8 @@ export async function reconcileRows(db: Db, instituteId: string, options: { stuc
     select b.id::float8 as "id", b.batch_id as "batchId", b.class_name as "className", b.remote_name as "remoteName",
            b.class_id as "classId", b.create_sent_at is not null as "sentCreate",
            coalesce(b.join_link, '') <> '' as "hasLink",
-           b.state as "state",
+           b.state as "state", b.revision as "revision",
+           (b.revision > b.applied_revision or b.next_class_name is not null) as "changePending",
            (b.state::text not in (${terminal})
              and b.updated_at < now() - ${interval(options.stuckAfterMs)}
              and (b.lease_expires_at is null or b.lease_expires_at < now())) as "stale",

@@ -6,6 +6,8 @@ export interface ReceivedBatch {
   event: StoredEvent;
   /** The name add-class will send (the template applied). */
   className: string;
+  /** The integrator's version of the batch, when it sent one. */
+  version?: number | undefined;
 }
 
 /**
@@ -19,11 +21,12 @@ export async function recordReceived(db: Db, batches: readonly ReceivedBatch[], 
     db,
     sql`
     with inserted as (
-      insert into batch_classes (institute_id, batch_id, class_name, event, lane)
-      select institute_id, batch_id, class_name, event::jsonb, ${lane}::batch_lane
+      insert into batch_classes (institute_id, batch_id, class_name, event, version, lane)
+      select institute_id, batch_id, class_name, event::jsonb, version, ${lane}::batch_lane
         from unnest(${sql.param(batches.map((b) => b.event.instituteId))}::text[], ${sql.param(batches.map((b) => b.event.batchId))}::text[],
                     ${sql.param(batches.map((b) => b.className))}::text[],
-                    ${sql.param(batches.map((b) => JSON.stringify(b.event)))}::text[]) as v(institute_id, batch_id, class_name, event)
+                    ${sql.param(batches.map((b) => JSON.stringify(b.event)))}::text[],
+                    ${sql.param(batches.map((b) => b.version ?? null))}::bigint[]) as v(institute_id, batch_id, class_name, event, version)
       on conflict (institute_id, batch_id) do nothing
       returning id, institute_id, batch_id
     ), audit as (

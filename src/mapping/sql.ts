@@ -49,6 +49,11 @@ export const PROGRESS_KEYS = [
   'syncedAt',
   'failedAt',
   'updatedAt',
+  'revision',
+  'appliedRevision',
+  'nextClassName',
+  'cancelledAt',
+  'archivedAt',
 ] as const satisfies readonly (keyof MappingRow)[];
 
 export type ProgressRow = Pick<MappingRow, (typeof PROGRESS_KEYS)[number]>;

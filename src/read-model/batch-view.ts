@@ -19,6 +19,12 @@ export function viewOf(row: MappingRow) {
     classId: row.classId,
     joinLink: row.joinLink,
     className: row.className,
+    /** The integrator's version of the last event applied (null when none carried one). */
+    version: row.version,
+    /** A change recorded and not yet on the class (an edit-class to come), with the name it will carry. */
+    changePending: row.classId !== null && row.revision > row.appliedRevision ? { nextClassName: row.nextClassName } : null,
+    /** Set once the integrator cancelled it: when, and whether its class was archived. */
+    cancelled: row.cancelledAt ? { at: row.cancelledAt, archived: row.archivedAt !== null } : null,
     attempts: row.attempts,
     lastError: row.lastError,
     lastErrorKind: row.lastErrorKind,
@@ -48,6 +54,13 @@ export function formatBatch(view: BatchView, showLink: boolean): string {
     `received    ${view.receivedAt.toISOString()}`,
     `synced      ${view.syncedAt?.toISOString() ?? '-'}`,
   ];
+  if (view.version !== null) lines.push(`version     ${view.version}`);
+  if (view.changePending)
+    lines.push(`change      waiting for edit-class${view.changePending.nextClassName ? ` (rename to ${view.changePending.nextClassName})` : ''}`);
+  if (view.cancelled) {
+    const { at, archived } = view.cancelled;
+    lines.push(`cancelled   ${at.toISOString()}${view.classId ? (archived ? '; class archived' : '; class left visible') : ''}`);
+  }
   if (view.abandoned) {
     const { at, from, reason } = view.abandoned;
     lines.push(`abandoned   ${at?.toISOString() ?? '-'} (was ${from ?? '-'})${reason ? `: ${reason}` : ''}; \`classroom-sync abandon --undo\` takes it back`);

@@ -4,6 +4,7 @@
 import type { InstituteListing } from '../classroom/schemas.ts';
 import { DEFAULT_MIN_CUT, type NameRules } from '../sync/matching.ts';
 import { type Candidate, decideResolution } from '../sync/resolve.ts';
+import { driftDetail, driftedName, visibleAfterCancel } from './changes.ts';
 import { type Listed, ListingIndex, type NameHit, type NameIndex, SAME, STRONG } from './listing.ts';
 import type { Mapping } from './mappings.ts';
 import { type Category, type Finding, type Unclassified, type Unresolved, emptyFindings } from './types.ts';
@@ -44,7 +45,7 @@ export function classify(input: ClassifyInput): Classification {
     findings: emptyFindings(),
     inSync: [],
     unresolved: [],
-    unclassified: { inFlight: 0, tooRecent: 0, unresolvedReview: 0, failedWithoutClass: 0 },
+    unclassified: { inFlight: 0, tooRecent: 0, unresolvedReview: 0, failedWithoutClass: 0, cancelledWithoutClass: 0 },
     remoteClasses: index.all.length,
     itemsWithoutId: index.itemsWithoutId,
   };
@@ -65,10 +66,10 @@ export function classify(input: ClassifyInput): Classification {
   const unaccounted = index.unaccounted(mappedIds);
   const explained = new Set<Listed>();
   const claimants = mappings.filter(mayHaveCreated);
-  const ctx: UnmappedContext = { noLiveJob: input.noLiveJob, explained, claimants, rules };
+  const ctx: Context = { noLiveJob: input.noLiveJob, explained, claimants, rules };
 
   mappings.forEach((m, i) => {
-    if (m.classId) classifyMapped(out, m, found[i], byName.has(i), duplicatesOf(unaccounted.index, m), input.noLiveJob, explained);
+    if (m.classId) classifyMapped(out, m, found[i], byName.has(i), duplicatesOf(unaccounted.index, m), ctx);
     else classifyUnmapped(out, m, unaccounted.index.candidates(m.className), ctx);
   });
 
@@ -96,22 +97,14 @@ function duplicatesOf(index: NameIndex, m: Mapping): Listed[] {
 /** Unmapped batches that sent an add-class: any of them may have made a listed class. */
 const mayHaveCreated = (m: Mapping): boolean => !m.classId && (m.state === 'creating' || m.state === 'needs_review' || m.sentCreate === true);
 
-interface UnmappedContext {
+interface Context {
   noLiveJob: ReadonlySet<number>;
   explained: Set<Listed>;
   claimants: readonly Mapping[];
   rules: NameRules;
 }
 
-function classifyMapped(
-  out: Classification,
-  m: Mapping,
-  listed: Listed | undefined,
-  byName: boolean,
-  others: readonly Listed[],
-  noLiveJob: ReadonlySet<number>,
-  explained: Set<Listed>,
-): void {
+function classifyMapped(out: Classification, m: Mapping, listed: Listed | undefined, byName: boolean, others: readonly Listed[], ctx: Context): void {
   const finding = (category: Category, detail: string): Finding => ({
     ...base(out.instituteId, m, listed),
     category,
@@ -121,26 +114,43 @@ function classifyMapped(
   if (!listed) {
     if (m.recent) out.unclassified.tooRecent += 1;
     else out.findings.missing_remote.push(finding('missing_remote', 'the stored class id is in no list of the listing'));
+    return;
+  }
+  const drifted = driftedName(m, listed, byName, ctx.rules);
+  if (drifted !== undefined) {
+    out.findings.name_drift.push({ ...finding('name_drift', driftDetail(m, listed, drifted)), listedName: drifted, revision: m.revision });
   } else if (listed.list === 'hiddenClasses') {
-    out.findings.hidden_remote.push(finding('hidden_remote', 'the class is archived/hidden on the remote'));
+    // A cancelled batch's class is archived on purpose.
+    if (m.state === 'cancelled') out.inSync.push({ m, listed, byName });
+    else out.findings.hidden_remote.push(finding('hidden_remote', 'the class is archived/hidden on the remote'));
   } else if (others.length > 0) {
-    for (const o of others) explained.add(o);
+    for (const o of others) ctx.explained.add(o);
     out.findings.duplicate_suspect.push({
       ...finding('duplicate_suspect', `${others.length + 1} listed classes match this batch`),
       candidates: [m.classId, ...others.map(idOf)],
     });
   } else if (m.state === 'synced' && !m.hasLink) {
     out.findings.link_missing.push(finding('link_missing', 'synced but no join link is stored'));
-  } else if (m.stale && noLiveJob.has(m.id)) {
+  } else if (m.stale && ctx.noLiveJob.has(m.id)) {
     out.findings.stuck.push(finding('stuck', `${m.state} with no live job`));
+  } else if (visibleAfterCancel(m, listed)) {
+    out.findings.cancelled_visible.push({
+      ...finding('cancelled_visible', 'cancelled, but its class is listed under classes (not archived)'),
+      revision: m.revision,
+    });
   } else {
     // Present and consistent; a mapped batch still mid-sync (with a live job) counts here too.
     out.inSync.push({ m, listed, byName });
   }
 }
 
-function classifyUnmapped(out: Classification, m: Mapping, hits: readonly NameHit[], ctx: UnmappedContext): void {
+function classifyUnmapped(out: Classification, m: Mapping, hits: readonly NameHit[], ctx: Context): void {
   const finding = (category: Category, detail: string): Finding => ({ ...base(out.instituteId, m, undefined), category, detail });
+  // Cancelled before it had a class: nothing on the remote is its, and nothing will be.
+  if (m.state === 'cancelled') {
+    out.unclassified.cancelledWithoutClass += 1;
+    return;
+  }
   const candidates = hits.map((h) => h.listed);
   if (candidates.length > 1) {
     for (const c of candidates) ctx.explained.add(c);
@@ -163,7 +173,7 @@ function classifyUnmapped(out: Classification, m: Mapping, hits: readonly NameHi
 }
 
 /** A needs_review batch with at most one candidate: the sync's own rule decides whether to adopt it. */
-function settleReview(out: Classification, m: Mapping, hits: readonly NameHit[], ctx: UnmappedContext): void {
+function settleReview(out: Classification, m: Mapping, hits: readonly NameHit[], ctx: Context): void {
   const hit = hits[0];
   if (!hit) {
     out.unclassified.unresolvedReview += 1;

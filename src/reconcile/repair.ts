@@ -2,6 +2,10 @@
 //   stuck                  re-enqueue (the state machine resumes from its last recovery point)
 //   link_missing           back to `created`, then re-enqueue: edit-class (idempotent) and get-class run again
 //   needs_review_resolved  store the single safe candidate as the ClassID (state `created`), then re-enqueue
+//   name_drift             (RECONCILE_REPAIR_NAMES) record an edit back to the class name, then re-enqueue
+//   cancelled_visible      (CLASSROOM_ARCHIVE_ON_CANCEL) record that the class is to be archived again, then re-enqueue
+// The last two never call edit-class here: a sync run renaming the same batch would race it. The
+// batch's own run makes the edit, under its lease, like any change the integrator sends.
 // Each update is one set-based statement guarded by the state it was classified in, so a row that a
 // sync run moved in the meantime is left alone (counted as skipped). The same statement appends a
 // `repair` event to each changed batch's audit trail (batch_events), so the two never disagree.
@@ -19,6 +23,8 @@ export interface RepairInput {
   stuck: readonly Finding[];
   linkMissing: readonly Finding[];
   adopt: readonly Finding[];
+  /** name_drift and cancelled_visible findings to repair (those the settings allow). */
+  requestEdit: readonly Finding[];
 }
 
 export interface RepairOutcome extends RepairSummary {
@@ -37,13 +43,17 @@ export async function repair(deps: { db: Db; queue: SyncQueue; logger: Logger },
     input.adopt.map((f) => ({ rowId: storedBatch(f).rowId, classId: withClass(f).classId })),
     runId,
   );
+  const edits = await mapping.requestClassEdit(deps.db, input.requestEdit.map(editRequestOf), runId);
   // Reset and adopted batches have a class: they are under way. A stuck one goes to the operator lane
-  // (under way if its add-class was sent), as `recordRequeues` stores it.
+  // (under way if its add-class was sent), as `recordRequeues` stores it. An edit request is operator
+  // work on a finished batch, in the lane `requestClassEdit` stored.
   const underWay: Placement = { lane: 'under_way' };
+  const operator: Placement = { lane: 'operator' };
   const keys: (BatchKey & { rowId?: number; placement: Placement })[] = [
     ...input.stuck.map(keyOf),
     ...reset.map((k) => ({ ...k, placement: underWay })),
     ...adopted.map((k) => ({ ...k, placement: underWay })),
+    ...edits.map(({ instituteId, batchId }) => ({ instituteId, batchId, placement: operator })),
   ];
   let requeued = 0;
   const requeuedStuck: number[] = [];
@@ -53,9 +63,19 @@ export async function repair(deps: { db: Db; queue: SyncQueue; logger: Logger },
     if (key.rowId !== undefined) requeuedStuck.push(key.rowId);
   });
   await mapping.recordRequeues(deps.db, requeuedStuck, runId);
-  const skipped = input.linkMissing.length - reset.length + (input.adopt.length - adopted.length);
+  const skipped = input.linkMissing.length - reset.length + (input.adopt.length - adopted.length) + (input.requestEdit.length - edits.length);
   if (skipped > 0) deps.logger.info({ skipped }, 'some repairs were skipped: the batch changed since it was classified');
-  return { requeued, linkStepsReset: reset.length, adopted: adopted.length, skipped, adoptions: adopted };
+  return { requeued, linkStepsReset: reset.length, adopted: adopted.length, editsRequested: edits.length, skipped, adoptions: adopted };
+}
+
+/** A name_drift or cancelled_visible finding as the edit it asks for, guarded by the revision and class the pass read. */
+function editRequestOf(f: Finding): mapping.ClassEditRequest {
+  const { rowId } = storedBatch(f);
+  const { classId } = withClass(f);
+  if (f.revision === undefined) throw new Error(`a ${f.category} finding for batch ${f.batchId} carries no revision; cannot repair it`);
+  if (f.category === 'cancelled_visible') return { rowId, classId, revision: f.revision, kind: 'archive' };
+  if (f.category === 'name_drift' && f.listedName !== undefined) return { rowId, classId, revision: f.revision, kind: 'rename', listedName: f.listedName };
+  throw new Error(`a ${f.category} finding for batch ${f.batchId} is not an edit to request`);
 }
 
 /** A stuck finding's key carries its row id, so its re-enqueue can be written to the audit trail. */

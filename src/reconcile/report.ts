@@ -9,12 +9,14 @@ import {
   type Finding,
   type InstituteSummary,
   type ReconcileReport,
+  type RepairSettings,
   type RepairSummary,
   type Unclassified,
   type Unresolved,
   type UnreadInstitute,
   emptyCounts,
   emptyFindings,
+  repairActions,
 } from './types.ts';
 
 interface Start {
@@ -32,11 +34,11 @@ export class ReportBuilder {
   /** in_sync rows whose join-link check moved them to link_missing. */
   private readonly flagged = new Set<number>();
   private readonly unresolved: Unresolved[] = [];
-  private readonly unclassified: Unclassified = { inFlight: 0, tooRecent: 0, unresolvedReview: 0, failedWithoutClass: 0 };
+  private readonly unclassified: Unclassified = { inFlight: 0, tooRecent: 0, unresolvedReview: 0, failedWithoutClass: 0, cancelledWithoutClass: 0 };
   private readonly institutes: InstituteSummary[] = [];
   private readonly notes: string[] = [];
   private readonly errors: string[] = [];
-  private repairs: RepairOutcome = { requeued: 0, linkStepsReset: 0, adopted: 0, skipped: 0, adoptions: [] };
+  private repairs: RepairOutcome = { requeued: 0, linkStepsReset: 0, adopted: 0, editsRequested: 0, skipped: 0, adoptions: [] };
   private linkChecks = { checked: 0, failed: 0 };
   private readonly phasesMs: Record<string, number> = {};
 
@@ -94,8 +96,16 @@ export class ReportBuilder {
     }
   }
 
-  repairInput(): RepairInput {
-    return { stuck: this.findings.stuck, linkMissing: this.findings.link_missing, adopt: this.findings.needs_review_resolved };
+  /** What the repairs change: always stuck, link_missing and needs_review_resolved; the edit requests as `settings` allow. */
+  repairInput(settings: RepairSettings): RepairInput {
+    const actions = repairActions(settings);
+    const editsOf = (category: 'name_drift' | 'cancelled_visible') => (actions[category] === 'request_edit' ? this.findings[category] : []);
+    return {
+      stuck: this.findings.stuck,
+      linkMissing: this.findings.link_missing,
+      adopt: this.findings.needs_review_resolved,
+      requestEdit: [...editsOf('name_drift'), ...editsOf('cancelled_visible')],
+    };
   }
 
   setRepairs(repairs: RepairOutcome): void {

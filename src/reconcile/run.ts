@@ -13,7 +13,7 @@ import { batchesOf, institutesToReconcile, loadMappings, withoutLiveJob } from '
 import { ReportBuilder } from './report.ts';
 import { repair } from './repair.ts';
 import { closeRun, lastLinkCursor, openRun } from '../mapping/index.ts';
-import { DEFAULT_LINK_CHECKS, type ReconcileReport } from './types.ts';
+import { DEFAULT_LINK_CHECKS, DEFAULT_REPAIR_SETTINGS, type ReconcileReport, type RepairSettings } from './types.ts';
 
 export interface ReconcileDeps {
   db: Db;
@@ -44,6 +44,10 @@ export interface ReconcileOptions {
   listLimit?: number;
   /** The sync's name-matching rule (CLASSROOM_NAME_MIN_CUT); the default when absent. */
   nameRules?: NameRules;
+  /** RECONCILE_REPAIR_NAMES: request an edit back for name_drift (default false: only reported). */
+  repairNames?: boolean;
+  /** CLASSROOM_ARCHIVE_ON_CANCEL: request archiving again for cancelled_visible (default true). */
+  archiveOnCancel?: boolean;
   /** Called with every finished report (metrics). Must not throw; a throw is logged and ignored. */
   onRun?: (report: ReconcileReport) => void;
 }
@@ -61,7 +65,7 @@ export async function runReconciliation(deps: ReconcileDeps, options: ReconcileO
     const institutes = options.instituteIds ?? (await institutesToReconcile(deps.db, [options.defaultInstituteId, ...(options.configuredInstituteIds ?? [])]));
     for (const instituteId of institutes) await reconcileInstitute(deps, options, builder, instituteId);
     cursor = await builder.timed('linkChecks', () => runLinkChecks(deps, options, builder));
-    if (!dryRun) builder.setRepairs(await builder.timed('repairs', () => repair(deps, builder.repairInput(), opened.id)));
+    if (!dryRun) builder.setRepairs(await builder.timed('repairs', () => repair(deps, builder.repairInput(repairSettingsOf(options)), opened.id)));
   } catch (error) {
     builder.error(`pass stopped: ${messageOf(error)}`);
   }
@@ -126,6 +130,11 @@ function logReport(log: Logger, report: ReconcileReport): void {
     if (i.error) log.warn({ runId, instituteId: i.instituteId, refused: i.refused, httpStatus: i.httpStatus, batches: i.mappings }, i.error);
   }
 }
+
+const repairSettingsOf = (options: ReconcileOptions): RepairSettings => ({
+  repairNames: options.repairNames ?? DEFAULT_REPAIR_SETTINGS.repairNames,
+  archiveOnCancel: options.archiveOnCancel ?? DEFAULT_REPAIR_SETTINGS.archiveOnCancel,
+});
 
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

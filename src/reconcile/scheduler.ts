@@ -94,7 +94,7 @@ function reconcileJob(runtime: Runtime, options: ReconcilerOptions): () => Promi
     const refused = await everyKeyRefused(runtime.remotes);
     if (refused) {
       logger.info({ component: 'reconcile' }, `reconciliation pass skipped: ${refused}`);
-      return { runId: null, counts: emptyCounts(), repairs: { requeued: 0, linkStepsReset: 0, adopted: 0, skipped: 0 } };
+      return { runId: null, counts: emptyCounts(), repairs: { requeued: 0, linkStepsReset: 0, adopted: 0, editsRequested: 0, skipped: 0 } };
     }
     const report = await runReconciliation(reconcileDepsOf(runtime, logger), {
       trigger: 'schedule',

@@ -16,5 +16,7 @@ export function reconcileOptionsOf(config: Pick<Config, 'classroom' | 'accounts'
     configuredInstituteIds: config.accounts.flatMap((account) => account.instituteIds),
     stuckAfterMs: config.sync.stuckAfterMs,
     nameRules: { minCut: config.classroom.nameMinCut },
+    repairNames: config.sync.repairNames,
+    archiveOnCancel: config.sync.archiveOnCancel,
   } satisfies Partial<ReconcileOptions>;
 }

@@ -5,7 +5,8 @@
 //   finding     one batch (or one remote class, for orphans) placed in exactly one category
 //   candidate   a remote class that could be a batch's class: same class name, mapped to no other batch
 //   repair      a change that cannot create a class or delete one: re-enqueue, re-run the link steps,
-//               adopt a single clear candidate. Everything else is only reported.
+//               adopt a single clear candidate, ask a sync run for an edit-class (rename back, archive
+//               again; never sent by the pass itself). Everything else is only reported.
 import type { BatchState } from '../mapping/index.ts';
 import type { ListName } from '../sync/resolve.ts';
 
@@ -13,7 +14,8 @@ import type { ListName } from '../sync/resolve.ts';
 export const DEFAULT_LINK_CHECKS = 20;
 
 /**
- * in_sync               mapped, and the class is listed (classes or pendingClasses)
+ * in_sync               mapped, and the class is listed (classes or pendingClasses; a cancelled batch's
+ *                       archived class under hiddenClasses too)
  * missing_remote        mapped, but the class is in no list
  * hidden_remote         mapped, but the class is archived/hidden (hiddenClasses)
  * orphan_remote         a listed class that no batch maps to (and no batch claims as a candidate)
@@ -21,6 +23,11 @@ export const DEFAULT_LINK_CHECKS = 20;
  * link_missing          synced without a join link (or the remote's link is blank/changed) → link steps re-run
  * duplicate_suspect     more than one remote class could be this batch's class
  * needs_review_resolved an ambiguous create that now has exactly one safe candidate → adopted
+ * name_drift            synced, no change pending, and the class is listed (classes or hiddenClasses)
+ *                       under a name that is neither its class name (same or cut) nor the name the
+ *                       remote kept → an edit back to the class name is requested (RECONCILE_REPAIR_NAMES)
+ * cancelled_visible     cancelled, and its class is listed under `classes` (not archived) → archiving it
+ *                       again is requested (CLASSROOM_ARCHIVE_ON_CANCEL)
  */
 export const CATEGORIES = [
   'in_sync',
@@ -31,16 +38,36 @@ export const CATEGORIES = [
   'link_missing',
   'duplicate_suspect',
   'needs_review_resolved',
+  'name_drift',
+  'cancelled_visible',
 ] as const;
 export type Category = (typeof CATEGORIES)[number];
 
-/** Categories whose findings a non-dry run changes; the rest are reported only. */
-export const REPAIRED: Readonly<Partial<Record<Category, RepairAction>>> = {
-  stuck: 'requeue',
-  link_missing: 'rerun_link_steps',
-  needs_review_resolved: 'adopt',
-};
-export type RepairAction = 'requeue' | 'rerun_link_steps' | 'adopt';
+export type RepairAction = 'requeue' | 'rerun_link_steps' | 'adopt' | 'request_edit';
+
+/** The settings that decide whether two categories are repaired or only reported. */
+export interface RepairSettings {
+  /** RECONCILE_REPAIR_NAMES: name_drift is repaired (off by default: a rename on the remote may be deliberate). */
+  repairNames: boolean;
+  /** CLASSROOM_ARCHIVE_ON_CANCEL: cancelled_visible is repaired. */
+  archiveOnCancel: boolean;
+}
+
+export const DEFAULT_REPAIR_SETTINGS: RepairSettings = { repairNames: false, archiveOnCancel: true };
+
+/** Categories whose findings a non-dry run changes under `settings`; the rest are reported only. */
+export function repairActions(settings: RepairSettings): Readonly<Partial<Record<Category, RepairAction>>> {
+  return {
+    stuck: 'requeue',
+    link_missing: 'rerun_link_steps',
+    needs_review_resolved: 'adopt',
+    ...(settings.repairNames ? { name_drift: 'request_edit' as const } : {}),
+    ...(settings.archiveOnCancel ? { cancelled_visible: 'request_edit' as const } : {}),
+  };
+}
+
+/** What a non-dry run changes with the default settings (see `repairActions` for others). */
+export const REPAIRED = repairActions(DEFAULT_REPAIR_SETTINGS);
 
 export interface Finding {
   category: Category;
@@ -58,8 +85,12 @@ export interface Finding {
   /** duplicate_suspect: every class that could be this batch's (null = listed without `_id`). */
   candidates?: (string | null)[];
   detail?: string;
+  /** name_drift: the name the listing shows for the class. */
+  listedName?: string;
   /** batch_classes.id; internal (repairs, link-check rotation). */
   rowId: number | null;
+  /** name_drift, cancelled_visible: the row's revision as read; internal (an edit request is guarded by it). */
+  revision?: number;
 }
 
 /** A needs_review batch that stays with the operator; `detail` says why. */
@@ -75,12 +106,16 @@ export interface Unclassified {
   unresolvedReview: number;
   /** failed before any class id was stored. */
   failedWithoutClass: number;
+  /** cancelled before any class id was stored: nothing on the remote to look at. */
+  cancelledWithoutClass: number;
 }
 
 export interface RepairSummary {
   requeued: number;
   linkStepsReset: number;
   adopted: number;
+  /** Edits requested (name_drift, cancelled_visible): each batch re-enqueued for its sync run to make the edit. */
+  editsRequested: number;
   /** Findings a repair skipped because the row changed under it (another runner got there first). */
   skipped: number;
 }

@@ -30,6 +30,10 @@ export class Journal {
 
   constructor(private readonly context: RunContext) {}
 
+  get attempt(): number {
+    return this.context.attempt;
+  }
+
   record(call: CallRecord, classId: string | null): void {
     this.pending.push(remoteCallEvent(call, { ...this.context, classId }));
   }

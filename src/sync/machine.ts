@@ -4,6 +4,10 @@
 //   pending ─add-class─▶ creating ─(ClassID stored)─▶ created ─edit-class─▶ link_enabled ─get-class─▶ synced
 //                          │ outcome unknown: resolved by reading the listing (adopt | create | needs_review)
 //
+// A change of the batch (src/sync/change-steps.ts) goes before the next step once a class exists:
+// edit-class with the new values (the state stays), or archiving it (→ cancelled); cancelled before
+// any add-class, a batch goes straight to `cancelled`.
+//
 // `creating` is written *before* the POST leaves: finding it later means "a class may exist".
 // Every write is one statement (src/mapping) that also extends the lease and stores the audit rows
 // of the calls it follows; a step costs at most one round trip before its call and one after.
@@ -21,14 +25,35 @@ import type { SyncDeps, SyncOutcome } from './types.ts';
 
 export type { SyncDeps, SyncOutcome, SyncSettings, Transition } from './types.ts';
 
+/**
+ * How many times one job runs a batch again because a change arrived while it ran (each run
+ * applies what was there when it started); past that, the change's own job or the sweep takes over.
+ */
+const CHANGE_ROUNDS = 3;
+
 export async function runBatch(deps: SyncDeps, key: BatchKey, attempt: number, options: { firstSlot?: Promise<number> } = {}): Promise<SyncOutcome> {
+  let outcome = await runOnce(deps, key, attempt, options);
+  // Its last write may have come after a change was recorded (whose job BullMQ kept out while this one was live).
+  for (let round = 1; outcome.worked && outcome.changeDue && round < CHANGE_ROUNDS; round += 1) {
+    const again = await runOnce(deps, key, attempt, {});
+    outcome = { ...again, worked: true };
+  }
+  return { state: outcome.state, classId: outcome.classId, worked: outcome.worked };
+}
+
+async function runOnce(
+  deps: SyncDeps,
+  key: BatchKey,
+  attempt: number,
+  options: { firstSlot?: Promise<number> },
+): Promise<SyncOutcome & { changeDue: boolean }> {
   const { leaseMs } = deps.settings;
   const { acquired, grantedAt } = await acquire(deps, key, attempt);
   switch (acquired.status) {
     case 'missing':
       throw new PermanentSyncError('not_recorded', 'no_row', `batch ${key.batchId} of institute ${key.instituteId} is not recorded; publish it again`);
     case 'terminal':
-      return { state: acquired.row.state, classId: acquired.row.classId, worked: false };
+      return { state: acquired.row.state, classId: acquired.row.classId, worked: false, changeDue: false };
     case 'busy':
       throw new DeferError(acquired.retryInMs, `batch ${key.batchId} is being synced by another runner`, 'busy', 'lease_busy');
   }
@@ -39,7 +64,7 @@ export async function runBatch(deps: SyncDeps, key: BatchKey, attempt: number, o
   try {
     const row = await runToCompletion(run);
     keeper.stop();
-    return { state: row.state, classId: row.classId, worked: true };
+    return { state: row.state, classId: row.classId, worked: true, changeDue: mapping.changeDue(row) };
   } catch (error) {
     keeper.stop();
     // A run stopped by its lease ends as the lease's loss, whatever the call it stopped threw; a

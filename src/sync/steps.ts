@@ -3,7 +3,6 @@
 // which one follows which answer.
 import type { CallOptions } from '../classroom/client.ts';
 import { isClassroomError, isNotFound } from '../classroom/errors.ts';
-import type { ClassRecord } from '../classroom/schemas.ts';
 import type { Logger } from '../logger.ts';
 import type { AuditEvent, BatchState, Lease, MappingRow, ProgressRow } from '../mapping/index.ts';
 import * as mapping from '../mapping/index.ts';
@@ -16,11 +15,16 @@ import { ReadLag } from './read-lag.ts';
 import type { SyncDeps } from './types.ts';
 import { type ListingRead, resolveUnknownCreate } from './resolve.ts';
 import { observeListing, settleRow } from './settle.ts';
+import { changeStepOf } from './change-steps.ts';
+import type { StepRun } from './run-handle.ts';
+import { enableLink, readLink } from './link-steps.ts';
 
-export class BatchRun {
+export class BatchRun implements StepRun {
   readonly log: Logger;
   readonly journal: Journal;
-  private readonly lag: ReadLag;
+  readonly lag: ReadLag;
+  /** The revision whose values (`event`) this run holds; a newer one is read before they are sent. */
+  private eventRevision: number;
   /** From this run's add-class answer until a call fails: the first read finding the class is a lag sample. */
   private measuringSinceAck = false;
   /** What this run learned and has not stored yet; its next write (or its release) stores it. */
@@ -39,38 +43,62 @@ export class BatchRun {
     this.log = deps.logger;
     this.journal = new Journal({ attempt, workerId: deps.workerId });
     this.lag = new ReadLag(startedAt, deps.settings.readLagMs);
+    this.eventRevision = row.revision;
   }
 
   get current(): MappingRow {
     return this.row;
   }
 
-  /** The batch is at rest (a terminal state): nothing left for this run to do. */
+  /** Set by a write that left the batch in a terminal state: every such write releases the lease. */
+  private released = false;
+
+  /**
+   * The batch is at rest: a terminal state with no change due, or one this run's write released (a
+   * change that arrived meanwhile is the next run's: src/sync/machine.ts).
+   */
   get atRest(): boolean {
-    return mapping.TERMINAL_STATES.includes(this.row.state);
+    return mapping.TERMINAL_STATES.includes(this.row.state) && (this.released || !mapping.changeDue(this.row));
   }
 
-  /** Runs the step of the current state (nothing once the batch is at rest). */
+  /** Runs the step of the current state (nothing once the batch is at rest); a change of the batch goes first. */
   async step(): Promise<void> {
+    const change = changeStepOf(this.row);
+    if (change) return change(this);
     switch (this.row.state) {
       case 'pending':
         return this.create();
       case 'creating':
         return this.resolveCreate();
       case 'created':
-        return this.enableLink();
+        return enableLink(this);
       case 'link_enabled':
-        return this.readLink();
+        return readLink(this);
     }
   }
 
+  /**
+   * The batch's newest values, read again when a change arrived since this run read them (an update
+   * while an add-class was in doubt, for instance): what is sent next must be the newest.
+   */
+  async refresh(): Promise<MappingRow> {
+    if (this.row.revision === this.eventRevision) return this.row;
+    const fresh = await mapping.findBatch(this.deps.db, this.row);
+    if (!fresh) throw new SyncError('internal', 'missing_row', `batch ${this.row.batchId} vanished while a run held its lease`);
+    const { event, revision, appliedRevision, nextClassName, cancelledAt, archivedAt } = fresh;
+    this.row = { ...this.row, event, revision, appliedRevision, nextClassName, cancelledAt, archivedAt };
+    this.eventRevision = revision;
+    return this.row;
+  }
+
   private async create(): Promise<void> {
-    const event = this.row.event;
+    const { event, revision } = await this.refresh();
     const { leaseMs } = this.deps.settings;
     // Add-class is the one call that cannot be repeated harmlessly: right before it leaves, always a
     // fenced write of the intent, whatever the clock says (a frozen process may have lost its lease).
+    const sending = { revision, event };
     const markCreating = () =>
-      this.write('creating', (events) => mapping.markCreating(this.deps.db, this.lease, leaseMs, events)).then(() => this.keeper.assertOwned());
+      this.write('creating', (events) => mapping.markCreating(this.deps.db, this.lease, leaseMs, sending, events)).then(() => this.keeper.assertOwned());
     let classId: string;
     try {
       const input = { name: this.row.className, subject: event.subject, instituteId: this.row.instituteId, extra: event.extra ?? {} };
@@ -144,51 +172,7 @@ export class BatchRun {
     throw new PermanentSyncError('ambiguous_create', 'needs_review', `needs_review: ${resolution.reason}`);
   }
 
-  private async enableLink(): Promise<void> {
-    const classId = this.requireClassId();
-    try {
-      await this.deps.classroom.enableJoinLink(classId, this.callOptions());
-    } catch (error) {
-      this.observeLag(error);
-      throw this.lag.classGone(error, this.row.classCreatedAt, classId, 'edit-class');
-    }
-    this.observeLag();
-    // No write here: edit-class may be sent again, harmlessly, so this recovery point is stored with
-    // the next write (synced), or by the release if the run stops before it.
-    const at = new Date(this.lag.now());
-    this.unstored.linkEnabledAt = at;
-    this.journal.transition('created', 'link_enabled', classId);
-    this.moveTo({ ...this.row, state: 'link_enabled', linkEnabledAt: at });
-  }
-
-  private async readLink(): Promise<void> {
-    const classId = this.requireClassId();
-    let record: ClassRecord;
-    try {
-      record = await this.deps.classroom.getClass(classId, this.callOptions());
-    } catch (error) {
-      this.observeLag(error);
-      throw this.lag.classGone(error, this.row.classCreatedAt, classId, 'get-class');
-    }
-    this.observeLag();
-    if (record._id !== classId) {
-      throw new SyncError('remote_inconsistent', 'class_id_mismatch', `get-class for ${classId} answered with class ${record._id}; will read again`);
-    }
-    if (!record.joinMagicLink) {
-      const enabledAt = this.row.linkEnabledAt;
-      if (enabledAt && this.lag.patienceLeft(enabledAt) > 0) throw this.lag.notVisibleYet(enabledAt, `the join link of class ${classId}`);
-      // The edit did not stick (or was undone on the remote): enable it again on the next attempt.
-      this.unstored.linkEnabledAt = undefined;
-      await this.write('created', (events) => mapping.redoLinkStep(this.deps.db, this.lease, this.deps.settings.leaseMs, events));
-      throw new SyncError('remote_inconsistent', 'link_not_kept', `class ${classId} has no join link after enabling it; will enable it again`);
-    }
-    const linkEnabledAt = this.row.linkEnabledAt ?? new Date(this.lag.now());
-    const read = { joinLink: record.joinMagicLink, remoteName: typeof record.name === 'string' ? record.name : undefined, linkEnabledAt };
-    await this.write('synced', (events) => mapping.markSynced(this.deps.db, this.lease, read, events));
-    this.unstored.linkEnabledAt = undefined;
-  }
-
-  private requireClassId(): string {
+  requireClassId(): string {
     if (!this.row.classId) {
       throw new SyncError('internal', 'missing_class_id', `batch ${this.row.batchId} is ${this.row.state} without a ClassID; the mapping is inconsistent`);
     }
@@ -199,7 +183,7 @@ export class BatchRun {
    * Every call checks, right before it leaves, that the lease is still this run's by the local clock
    * (add-class after writing `creating`); the heartbeat's signal stops it if the lease is lost.
    */
-  private callOptions(beforeSend: () => Promise<void> = async () => this.keeper.assertOwned()): CallOptions {
+  callOptions(beforeSend: () => Promise<void> = async () => this.keeper.assertOwned()): CallOptions {
     const slotReady = this.firstSlot;
     this.firstSlot = undefined;
     // Live batches' first call reserves in the live lane; every later call of a batch (and of a lower
@@ -215,7 +199,7 @@ export class BatchRun {
   }
 
   /** After edit-class or get-class: what it says of the remote's lag (src/sync/lag-monitor.ts). */
-  private observeLag(error?: unknown): void {
+  observeLag(error?: unknown): void {
     this.measuringSinceAck = observeRead(this.deps.lagMonitor, this.row.createAckedAt, this.lag.now(), this.measuringSinceAck, error);
   }
 
@@ -232,10 +216,11 @@ export class BatchRun {
     if (!progress) return;
     this.keeper.renewed(sentAt);
     this.moveTo({ ...this.row, ...progress });
+    this.released = mapping.TERMINAL_STATES.includes(this.row.state);
   }
 
   /** The run's view of its batch moves on; a change of state is logged and reported. */
-  private moveTo(row: MappingRow): void {
+  moveTo(row: MappingRow): void {
     const from = this.row.state;
     this.row = row;
     if (row.state !== from) this.announce(from, row);

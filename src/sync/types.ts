@@ -22,6 +22,8 @@ export interface SyncSettings {
   /** Pause for the whole fleet after a 429 that carried no Retry-After. */
   throttlePauseMs: number;
   nameRules: NameRules;
+  /** CLASSROOM_ARCHIVE_ON_CANCEL: a cancelled batch's class is archived (default), or left as it is. */
+  archiveOnCancel?: boolean;
 }
 
 export interface Transition {

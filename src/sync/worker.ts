@@ -43,6 +43,7 @@ export function syncSettings(config: Config): SyncSettings {
     readLagMs: config.sync.readLagMs,
     throttlePauseMs: config.classroom.throttlePauseMs,
     nameRules: { minCut: config.classroom.nameMinCut },
+    archiveOnCancel: config.sync.archiveOnCancel,
   };
 }
 

@@ -43,7 +43,17 @@ describe('POST /v1/batches', () => {
     const event = { batchId: 'api-1', name: 'API One', subject: 'Maths' };
     const first = await post(event);
     expect(first.status).toBe(202);
-    expect(first.body.batches).toEqual([{ batchId: 'api-1', instituteId: h.config.classroom.instituteId, state: 'pending', duplicate: false, queued: true }]);
+    expect(first.body.batches).toEqual([
+      {
+        batchId: 'api-1',
+        instituteId: h.config.classroom.instituteId,
+        type: 'batch.created',
+        outcome: 'recorded',
+        state: 'pending',
+        duplicate: false,
+        queued: true,
+      },
+    ]);
     await untilSynced(h, 'api-1');
     const again = await post({ ...event, name: 'Changed name is ignored' });
     expect(again.status).toBe(202);

@@ -40,7 +40,15 @@ beforeAll(() => {
 describe('library: createClassroomSync', () => {
   it('publishes a batch and reads back its mapping once the worker has synced it', async () => {
     const accepted = await sync.publishBatchCreated({ batchId: 'lib-1', name: 'Library Batch', subject: 'Maths' });
-    expect(accepted).toEqual({ batchId: 'lib-1', instituteId: sync.config.classroom.instituteId, state: 'pending', duplicate: false, queued: true });
+    expect(accepted).toEqual({
+      batchId: 'lib-1',
+      instituteId: sync.config.classroom.instituteId,
+      type: 'batch.created',
+      outcome: 'recorded',
+      state: 'pending',
+      duplicate: false,
+      queued: true,
+    });
 
     const mapping = await waitFor(async () => {
       const view = await sync.getBatch('lib-1');

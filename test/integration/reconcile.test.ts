@@ -8,7 +8,7 @@ import { batchClasses, batchEvents, reconciliationRuns } from '../../src/db/sche
 import { publishBatches } from '../../src/intake/publish.ts';
 import { type ReconcileOptions, runReconciliation } from '../../src/reconcile/run.ts';
 import { reconcileDepsOf, reconcileOptionsOf } from '../../src/reconcile/setup.ts';
-import type { Category } from '../../src/reconcile/types.ts';
+import { type Category, emptyCounts } from '../../src/reconcile/types.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { type SyncWorker, createSyncWorker } from '../../src/sync/worker.ts';
 import { rowOf, untilSynced } from '../helpers/batches.ts';
@@ -109,6 +109,8 @@ describe('reconciliation', () => {
       link_missing: 2,
       duplicate_suspect: 2,
       needs_review_resolved: 1,
+      name_drift: 0,
+      cancelled_visible: 0,
     };
 
     // --dry-run: everything detected, nothing changed (rows, jobs, remote classes).
@@ -121,7 +123,7 @@ describe('reconciliation', () => {
     expect(await snapshot()).toBe(rowsBefore);
     expect(await h.runtime.queue.getJobCounts()).toEqual(jobsBefore);
     expect(h.sandbox.store.size).toBe(classesBefore);
-    expect(dry.repairs).toEqual({ requeued: 0, linkStepsReset: 0, adopted: 0, skipped: 0 });
+    expect(dry.repairs).toEqual({ requeued: 0, linkStepsReset: 0, adopted: 0, editsRequested: 0, skipped: 0 });
 
     // Each finding names its batch and class.
     expect(dry.findings.missing_remote).toMatchObject([{ batchId: 'r-0', classId: await classOf('r-0'), matchedBy: null }]);
@@ -141,7 +143,7 @@ describe('reconciliation', () => {
     // A real pass: same findings; stuck re-enqueued, link steps reset, nr-1 adopted.
     const real = await reconcile();
     expect(real.counts).toEqual(expected);
-    expect(real.repairs).toEqual({ requeued: 5, linkStepsReset: 2, adopted: 1, skipped: 0 });
+    expect(real.repairs).toEqual({ requeued: 5, linkStepsReset: 2, adopted: 1, editsRequested: 0, skipped: 0 });
     expect(await rowOf(h, 'nr-1', inst())).toMatchObject({ state: 'created', classId: ambiguous._id, review: null });
     expect(await rowOf(h, 'r-2', inst())).toMatchObject({ state: 'created', joinLink: null });
     expect(await rowOf(h, 'nr-2', inst())).toMatchObject({ state: 'needs_review', classId: null });
@@ -179,7 +181,7 @@ describe('reconciliation', () => {
     // Second pass: every repaired batch is in_sync; what was only reported is still reported.
     const second = await reconcile();
     expect(second.counts).toEqual({ ...expected, in_sync: 9, stuck: 0, link_missing: 0, needs_review_resolved: 0 });
-    expect(second.repairs).toEqual({ requeued: 0, linkStepsReset: 0, adopted: 0, skipped: 0 });
+    expect(second.repairs).toEqual({ requeued: 0, linkStepsReset: 0, adopted: 0, editsRequested: 0, skipped: 0 });
     await stopWorker();
   });
 
@@ -254,5 +256,5 @@ describe('reconciliation', () => {
 });
 
 function zero(): Record<Category, number> {
-  return { in_sync: 0, missing_remote: 0, hidden_remote: 0, orphan_remote: 0, stuck: 0, link_missing: 0, duplicate_suspect: 0, needs_review_resolved: 0 };
+  return emptyCounts();
 }

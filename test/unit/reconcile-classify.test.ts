@@ -4,13 +4,24 @@ import type { InstituteListing, ListItem } from '../../src/classroom/schemas.ts'
 import { type Classification, classify } from '../../src/reconcile/classify.ts';
 import { pickForLinkCheck } from '../../src/reconcile/links.ts';
 import type { Mapping } from '../../src/reconcile/mappings.ts';
-import { CATEGORIES, type Category } from '../../src/reconcile/types.ts';
+import { CATEGORIES, type Category, REPAIRED, repairActions } from '../../src/reconcile/types.ts';
 
 const INSTITUTE = 'inst-1';
 let nextId = 1;
 
 function mapping(over: Partial<Mapping> & { batchId: string }): Mapping {
-  return { id: nextId++, className: over.batchId, classId: null, hasLink: true, state: 'synced', stale: false, recent: false, ...over };
+  return {
+    id: nextId++,
+    className: over.batchId,
+    classId: null,
+    hasLink: true,
+    state: 'synced',
+    stale: false,
+    recent: false,
+    revision: 0,
+    changePending: false,
+    ...over,
+  };
 }
 
 function listing(parts: Partial<Record<keyof InstituteListing, ListItem[]>>): InstituteListing {
@@ -19,6 +30,10 @@ function listing(parts: Partial<Record<keyof InstituteListing, ListItem[]>>): In
 
 function run(mappings: Mapping[], list: InstituteListing, noLiveJob: number[] = []): Classification {
   return classify({ instituteId: INSTITUTE, mappings, listing: list, noLiveJob: new Set(noLiveJob) });
+}
+
+function classifyWith(mappings: Mapping[], list: InstituteListing, rules: { minCut: number }): Classification {
+  return classify({ instituteId: INSTITUTE, mappings, listing: list, noLiveJob: new Set(), rules });
 }
 
 function counts(c: Classification): Partial<Record<Category, number>> {
@@ -193,6 +208,98 @@ describe('classify: listings without _id', () => {
   it('a same-named id-less item beyond the one a batch claimed is a duplicate candidate without id', () => {
     const c = run([mapping({ batchId: 'a', className: 'Same', classId: 'c1' })], listing({ classes: [{ name: 'Same' }, { name: 'Same' }] }));
     expect(c.findings.duplicate_suspect).toMatchObject([{ batchId: 'a', candidates: ['c1', null] }]);
+  });
+});
+
+describe('classify: name_drift', () => {
+  const synced = (over: Partial<Mapping> = {}) => mapping({ batchId: 'b', className: 'Introduction to Algebra', classId: 'c1', revision: 3, ...over });
+
+  it('a synced class listed under another name is name_drift, with the listed name and the revision read', () => {
+    const c = run([synced()], listing({ classes: [{ _id: 'c1', name: 'Geometry' }] }));
+    expect(counts(c)).toEqual({ name_drift: 1 });
+    expect(c.findings.name_drift[0]).toMatchObject({
+      batchId: 'b',
+      classId: 'c1',
+      className: 'Introduction to Algebra',
+      listedName: 'Geometry',
+      revision: 3,
+      list: 'classes',
+      matchedBy: 'id',
+      detail: expect.stringMatching(/listed as "Geometry"/),
+    });
+  });
+
+  it('a name the remote only normalised or cut, or the name it kept, is not drift', () => {
+    const ours = [' introduction  TO algebra', 'Introduction to Alg…', 'Introduction to Alge'];
+    for (const name of ours) expect(counts(run([synced()], listing({ classes: [{ _id: 'c1', name }] }))), name).toEqual({ in_sync: 1 });
+    // The name the remote kept (stored from get-class): equal after normalising.
+    const kept = synced({ remoteName: 'Intro-Algebra (2026)' });
+    for (const name of ['Intro-Algebra (2026)', 'intro-algebra  (2026)']) {
+      expect(counts(run([kept], listing({ classes: [{ _id: 'c1', name }] }))), name).toEqual({ in_sync: 1 });
+    }
+    // A cut of the kept name, or a cut shorter than CLASSROOM_NAME_MIN_CUT, is not ours.
+    for (const name of ['Intro-Algebra', 'Introduction'])
+      expect(counts(run([kept], listing({ classes: [{ _id: 'c1', name }] }))), name).toEqual({ name_drift: 1 });
+  });
+
+  it('uses the sync’s minimum cut', () => {
+    const m = synced();
+    const list = listing({ classes: [{ _id: 'c1', name: 'Introduction' }] });
+    expect(counts(run([m], list))).toEqual({ name_drift: 1 });
+    expect(counts(classifyWith([m], list, { minCut: 8 }))).toEqual({ in_sync: 1 });
+  });
+
+  it('is not judged while a change is pending, before the batch is synced, on a name-only match, or under pendingClasses', () => {
+    const renamed = (id: string) => [{ _id: id, name: 'Geometry' }];
+    expect(counts(run([synced({ changePending: true })], listing({ classes: renamed('c1') })))).toEqual({ in_sync: 1 });
+    expect(counts(run([synced({ state: 'link_enabled' })], listing({ classes: renamed('c1') })))).toEqual({ in_sync: 1 });
+    expect(counts(run([synced()], listing({ pendingClasses: renamed('c1') })))).toEqual({ in_sync: 1 });
+    // An id-less listing finds a class by its name: a renamed one is simply not found.
+    expect(counts(run([synced()], listing({ classes: [{ name: 'Geometry' }] })))).toEqual({ missing_remote: 1, orphan_remote: 1 });
+  });
+
+  it('an archived class listed under another name is name_drift (saying it is archived), ahead of hidden_remote', () => {
+    const c = run([synced()], listing({ hiddenClasses: [{ _id: 'c1', name: 'Geometry' }] }));
+    expect(counts(c)).toEqual({ name_drift: 1 });
+    expect(c.findings.name_drift[0]).toMatchObject({ list: 'hiddenClasses', detail: expect.stringMatching(/also archived/) });
+    expect(counts(run([synced()], listing({ hiddenClasses: [{ _id: 'c1', name: 'Introduction to Algebra' }] })))).toEqual({ hidden_remote: 1 });
+  });
+});
+
+describe('classify: cancelled batches', () => {
+  const cancelled = (over: Partial<Mapping> = {}) =>
+    mapping({ batchId: 'x', className: 'Dropped', classId: 'c1', state: 'cancelled', hasLink: false, revision: 2, ...over });
+
+  it('a cancelled batch whose class is listed under classes is cancelled_visible, with the revision read', () => {
+    const c = run([cancelled()], listing({ classes: [{ _id: 'c1', name: 'Dropped' }] }));
+    expect(counts(c)).toEqual({ cancelled_visible: 1 });
+    expect(c.findings.cancelled_visible[0]).toMatchObject({ batchId: 'x', classId: 'c1', state: 'cancelled', list: 'classes', revision: 2 });
+  });
+
+  it('its archived class is in sync (not hidden_remote), and so is one whose archive is still pending', () => {
+    expect(counts(run([cancelled()], listing({ hiddenClasses: [{ _id: 'c1', name: 'Dropped' }] })))).toEqual({ in_sync: 1 });
+    expect(counts(run([cancelled({ changePending: true })], listing({ classes: [{ _id: 'c1', name: 'Dropped' }] })))).toEqual({ in_sync: 1 });
+    expect(counts(run([cancelled()], listing({ pendingClasses: [{ _id: 'c1', name: 'Dropped' }] })))).toEqual({ in_sync: 1 });
+  });
+
+  it('a cancelled class renamed on the remote is not name_drift; one deleted is missing_remote', () => {
+    expect(counts(run([cancelled()], listing({ classes: [{ _id: 'c1', name: 'Something else' }] })))).toEqual({ cancelled_visible: 1 });
+    expect(counts(run([cancelled()], listing({})))).toEqual({ missing_remote: 1 });
+  });
+
+  it('a batch cancelled before it had a class is not drift; a same-named class nobody maps is an orphan', () => {
+    const c = run([cancelled({ classId: null })], listing({ classes: [{ _id: 'k1', name: 'Dropped' }] }));
+    expect(counts(c)).toEqual({ orphan_remote: 1 });
+    expect(c.unclassified).toMatchObject({ cancelledWithoutClass: 1, inFlight: 0 });
+  });
+});
+
+describe('repairActions', () => {
+  it('repairs name_drift only with RECONCILE_REPAIR_NAMES, cancelled_visible only with CLASSROOM_ARCHIVE_ON_CANCEL', () => {
+    expect(REPAIRED).toEqual({ stuck: 'requeue', link_missing: 'rerun_link_steps', needs_review_resolved: 'adopt', cancelled_visible: 'request_edit' });
+    expect(repairActions({ repairNames: true, archiveOnCancel: false })).toMatchObject({ name_drift: 'request_edit' });
+    expect(repairActions({ repairNames: true, archiveOnCancel: false })).not.toHaveProperty('cancelled_visible');
+    expect(repairActions({ repairNames: false, archiveOnCancel: false })).not.toHaveProperty('name_drift');
   });
 });
 

@@ -1,7 +1,7 @@
 // The mapping table: one row per (institute, batch). Postgres is the source of truth for every batch;
 // Redis only holds the work still to do, and can be rebuilt from here.
 import { sql } from 'drizzle-orm';
-import { bigserial, index, integer, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, index, integer, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import type { Review, StoredEvent } from './stored.ts';
 
 /**
@@ -14,10 +14,12 @@ import type { Review, StoredEvent } from './stored.ts';
  * needs_review an ambiguous create that an operator must settle (terminal; evidence stored)
  * abandoned    an operator gave the batch up (`classroom-sync abandon`): never synced, reconciled or
  *              alerted on again; `abandon --undo` returns it to the state it was abandoned from (terminal)
+ * cancelled    the integrator cancelled the batch: it never gets a class, or its class is archived
+ *              (terminal; a later event with a higher version reopens it)
  */
-export const BATCH_STATES = ['pending', 'creating', 'created', 'link_enabled', 'synced', 'failed', 'needs_review', 'abandoned'] as const;
+export const BATCH_STATES = ['pending', 'creating', 'created', 'link_enabled', 'synced', 'failed', 'needs_review', 'abandoned', 'cancelled'] as const;
 export type BatchState = (typeof BATCH_STATES)[number];
-export const TERMINAL_STATES: readonly BatchState[] = ['synced', 'failed', 'needs_review', 'abandoned'];
+export const TERMINAL_STATES: readonly BatchState[] = ['synced', 'failed', 'needs_review', 'abandoned', 'cancelled'];
 
 export const batchState = pgEnum('batch_state', BATCH_STATES);
 
@@ -57,8 +59,22 @@ export const batchClasses = pgTable(
     attempts: integer('attempts').notNull().default(0),
     lastError: text('last_error'),
     lastErrorKind: text('last_error_kind'),
-    /** The batch-created event exactly as accepted. */
+    /** The batch as the integrator last described it: the created event with every applied update. */
     event: jsonb('event').$type<StoredEvent>().notNull(),
+    /** The integrator's `version` of the last event applied (null: none sent one); an event not above it is stale. */
+    version: bigint('version', { mode: 'number' }),
+    /** Counts the changes applied after creation (updates, cancellations, reopenings). */
+    revision: integer('revision').notNull().default(0),
+    /** The revision the remote class (or the create about to be sent) already reflects; below `revision`, an edit is due. */
+    appliedRevision: integer('applied_revision').notNull().default(0),
+    /** The name, subject and extra fields the remote class was last given (add-class or edit-class). */
+    appliedEvent: jsonb('applied_event').$type<StoredEvent>(),
+    /** A new class name (the template applied to an update) not yet sent on edit-class; null when none waits. */
+    nextClassName: text('next_class_name'),
+    /** When the integrator cancelled the batch (null: wanted); cleared when a later event reopens it. */
+    cancelledAt: ts('cancelled_at'),
+    /** When we archived its class on the remote (null: not archived by us). */
+    archivedAt: ts('archived_at'),
     /** Why an operator must look (needs_review), with what was seen. */
     review: jsonb('review').$type<Review>(),
     /** Fencing: every write by a runner carries the epoch it was granted; a newer epoch wins. */
@@ -90,6 +106,8 @@ export const batchClasses = pgTable(
     uniqueIndex('batch_classes_class_id_key').on(t.classId).where(sql`${t.classId} is not null`),
     index('batch_classes_state_updated_idx').on(t.state, t.updatedAt),
     index('batch_classes_institute_class_name_idx').on(t.instituteId, t.className),
+    // The sweep's way to batches at rest with a change still to apply (few, among every synced one).
+    index('batch_classes_change_due_idx').on(t.id).where(sql`${t.revision} > ${t.appliedRevision}`),
     index('batch_classes_institute_acked_idx').on(t.instituteId, t.createAckedAt).where(sql`${t.createAckedAt} is not null`),
   ],
 );

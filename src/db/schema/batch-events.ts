@@ -4,7 +4,20 @@ import { bigint, bigserial, index, integer, jsonb, pgTable, text, timestamp } fr
 import { batchClasses } from './batch-classes.ts';
 import type { EventDetail } from './stored.ts';
 
-export const BATCH_EVENT_TYPES = ['received', 'transition', 'remote_call', 'retry_requested', 'repair', 'abandoned', 'abandon_undone'] as const;
+export const BATCH_EVENT_TYPES = [
+  'received',
+  'transition',
+  'remote_call',
+  'retry_requested',
+  'repair',
+  'abandoned',
+  'abandon_undone',
+  'updated',
+  'cancel_requested',
+  'reopened',
+  'stale',
+  'class_edited',
+] as const;
 export type BatchEventType = (typeof BATCH_EVENT_TYPES)[number];
 
 export const batchEvents = pgTable(

@@ -1,0 +1,85 @@
+// What a change of a recorded batch does to its row, decided from the row as it stands (locked by
+// src/mapping/apply-change.ts). The remote is never called here: a change that needs an edit-class
+// moves the revision on, and a sync run applies it under the batch's lease.
+//
+//   no add-class sent yet   the newest values are recorded, and the run that would send the old
+//                           ones is fenced off (one add-class, no edit); a cancel ends it `cancelled`
+//   add-class in flight or  the values wait beside the sent name, which still settles the outcome;
+//   a class exists          the run then edits (or archives) the class, and the batch keeps its state
+//   cancelled               a later created/updated event reopens it (its class is unarchived, updated)
+import type { ChangePlan, ChangeSet, MappingRow, StoredEvent } from '../mapping/index.ts';
+import type { BatchEvent } from './schema.ts';
+
+/** States in which an operator has the batch: a change is recorded, and applied once they let it go. */
+const HELD = new Set(['needs_review', 'abandoned']);
+
+export function planChange(row: MappingRow, event: BatchEvent, renderName: (event: StoredEvent) => string): ChangePlan {
+  const type = 'type' in event ? event.type : 'batch.created';
+  if (event.version !== undefined && row.version !== null && event.version <= row.version) {
+    return { kind: 'stale', detail: { type, version: event.version, lastVersion: row.version } };
+  }
+  const version = event.version ?? row.version;
+  if (type === 'batch.cancelled') return cancel(row, version);
+  const values = valuesOf(row.event, event);
+  return update(row, values, renderName(values), version, type);
+}
+
+/** The batch's values after the event: a created event replaces them, an update sets what it names. */
+function valuesOf(current: StoredEvent, event: BatchEvent): StoredEvent {
+  if (!('type' in event)) return { batchId: event.batchId, instituteId: event.instituteId, name: event.name, subject: event.subject, extra: event.extra };
+  if (event.type === 'batch.cancelled') return current;
+  return {
+    ...current,
+    ...(event.name === undefined ? {} : { name: event.name }),
+    ...(event.subject === undefined ? {} : { subject: event.subject }),
+    extra: { ...current.extra, ...event.extra },
+  };
+}
+
+function cancel(row: MappingRow, version: number | null): ChangePlan {
+  const detail = { type: 'batch.cancelled', version };
+  if (row.cancelledAt || row.state === 'cancelled') {
+    return { kind: 'apply', set: { version }, audit: { type: 'cancel_requested', detail: { ...detail, already: true } } };
+  }
+  const noClass = row.classId === null && (row.state === 'pending' || row.state === 'failed');
+  if (noClass) {
+    // Nothing was sent, or what was sent is known to have made nothing: no class will ever be wanted.
+    const set: ChangeSet = { state: 'cancelled', cancelled: 'now', version, bumpRevision: true, settled: true, fenceRunner: true };
+    return { kind: 'apply', set, audit: { type: 'cancel_requested', detail } };
+  }
+  // A class exists or may: a run settles it first, then archives it. A failed batch with a class goes
+  // back to `created` so a run archives it; one an operator holds waits for them.
+  const state = row.state === 'failed' ? 'created' : undefined;
+  const set: ChangeSet = { cancelled: 'now', version, bumpRevision: true, ...(state ? { state } : {}) };
+  return { kind: 'apply', set, audit: { type: 'cancel_requested', detail } };
+}
+
+function update(row: MappingRow, values: StoredEvent, name: string, version: number | null, type: string): ChangePlan {
+  const reopening = row.cancelledAt !== null || row.state === 'cancelled';
+  const auditType = reopening ? 'reopened' : 'updated';
+  const fields = changedFields(row.event, values);
+  const detail = { type, version, fields, ...(name !== row.className ? { className: name } : {}) };
+  // The same values again: the version is recorded, and nothing is sent.
+  if (fields.length === 0 && !reopening) return { kind: 'apply', set: { version }, audit: { type: auditType, detail } };
+  const base: ChangeSet = { event: values, version, bumpRevision: true, ...(reopening ? { cancelled: null } : {}) };
+  const reopenedState = row.state === 'cancelled' ? (row.classId === null ? 'pending' : 'created') : undefined;
+  const state = reopenedState ?? row.state;
+  if (state === 'pending') {
+    // Not sent yet: the create will carry these values. A run holding the old ones is fenced off.
+    const set: ChangeSet = { ...base, className: name, nextClassName: null, fenceRunner: true, ...(reopenedState ? { state: reopenedState } : {}) };
+    return { kind: 'apply', set, audit: { type: auditType, detail } };
+  }
+  // The sent name settles an add-class in doubt and names the class until an edit lands; a rename
+  // already waiting (or in flight) is replaced, so the last one wins.
+  const renames = name !== row.className || row.nextClassName !== null;
+  const set: ChangeSet = { ...base, nextClassName: renames ? name : null, ...(reopenedState ? { state: reopenedState } : {}) };
+  return { kind: 'apply', set, audit: { type: auditType, detail: { ...detail, ...(HELD.has(row.state) ? { held: row.state } : {}) } } };
+}
+
+function changedFields(before: StoredEvent, after: StoredEvent): string[] {
+  const fields: string[] = [];
+  if (before.name !== after.name) fields.push('name');
+  if (before.subject !== after.subject) fields.push('subject');
+  for (const key of Object.keys(after.extra)) if (JSON.stringify(before.extra?.[key]) !== JSON.stringify(after.extra[key])) fields.push(key);
+  return fields;
+}

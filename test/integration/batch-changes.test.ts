@@ -1,0 +1,107 @@
+// Batches change after creation: updates reach the class, cancellations stop or archive it, stale
+// versions are ignored. Real Postgres, Redis and the sandbox over HTTP.
+import { describe, expect, it } from 'vitest';
+import * as mapping from '../../src/mapping/index.ts';
+import { publishBatchCreated, publishBatches } from '../../src/intake/publish.ts';
+import { InvalidEventError } from '../../src/intake/schema.ts';
+import { rowOf, untilSynced } from '../helpers/batches.ts';
+import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { useHarness, useHarnessWithWorker } from '../helpers/use-harness.ts';
+
+const classOf = (h: Harness, classId: string | null) => h.sandbox.state().classes?.find((c) => c.id === classId);
+const timeline = async (h: Harness, batchId: string) =>
+  (await mapping.readTimeline(h.runtime.database.db, { instituteId: h.config.classroom.instituteId, batchId })) ?? [];
+const editCalls = (h: Harness) => h.sandbox.state().calls.byOperation.editClass?.calls ?? 0;
+
+describe('changes of a batch with a class (worker running)', () => {
+  const { h } = useHarnessWithWorker();
+
+  it('an update renames the class with one edit-class; the batch keeps its class id and join link and stays synced', async () => {
+    const deps = publishDepsOf(h);
+    await publishBatchCreated(deps, { batchId: 'u-1', name: 'Algebra', subject: 'Maths', room: 'A1' });
+    const synced = await untilSynced(h, 'u-1');
+    const edits = editCalls(h);
+    const accepted = await publishBatchCreated(deps, { type: 'batch.updated', batchId: 'u-1', name: 'Algebra II', room: 'B2', version: 2 });
+    expect(accepted).toMatchObject({ type: 'batch.updated', outcome: 'applied', state: 'synced', queued: true });
+    const row = await waitFor(async () => {
+      const r = await rowOf(h, 'u-1');
+      return r && r.appliedRevision === r.revision && r.className === 'Algebra II' ? r : undefined;
+    }, 'the rename applied');
+    expect(row).toMatchObject({ state: 'synced', classId: synced.classId, joinLink: synced.joinLink, nextClassName: null, version: 2 });
+    const remote = classOf(h, synced.classId);
+    expect(remote).toMatchObject({ name: 'Algebra II', subject: 'Maths', archived: false });
+    expect(editCalls(h)).toBe(edits + 1);
+    expect(h.sandbox.state().byName.Algebra).toBeUndefined();
+    const types = (await timeline(h, 'u-1')).map((e) => e.type);
+    expect(types).toContain('updated');
+    expect(types).toContain('class_edited');
+  });
+
+  it('a cancel archives the class (listed under hiddenClasses); a later update with a higher version reopens and unarchives it', async () => {
+    const deps = publishDepsOf(h);
+    await publishBatchCreated(deps, { batchId: 'c-1', name: 'Doomed', subject: 'Art', version: 1 });
+    const synced = await untilSynced(h, 'c-1');
+    const cancelled = await publishBatchCreated(deps, { type: 'batch.cancelled', batchId: 'c-1', version: 2 });
+    expect(cancelled).toMatchObject({ type: 'batch.cancelled', outcome: 'applied' });
+    const row = await waitFor(async () => ((await rowOf(h, 'c-1'))?.state === 'cancelled' ? rowOf(h, 'c-1') : undefined), 'cancelled');
+    expect(row?.archivedAt).toBeInstanceOf(Date);
+    expect(classOf(h, synced.classId)?.archived).toBe(true);
+    const listing = await h.runtime.remotes.default.classroom.listClasses(h.config.classroom.instituteId);
+    expect(listing.hiddenClasses.map((c) => c._id)).toContain(synced.classId);
+
+    // Stale: version 2 again changes nothing and says so.
+    const stale = await publishBatchCreated(deps, { type: 'batch.updated', batchId: 'c-1', name: 'Revived?', version: 2 });
+    expect(stale).toMatchObject({ outcome: 'stale', state: 'cancelled', queued: false });
+    expect((await timeline(h, 'c-1')).map((e) => e.type)).toContain('stale');
+
+    const reopened = await publishBatchCreated(deps, { type: 'batch.updated', batchId: 'c-1', name: 'Revived', version: 3 });
+    expect(reopened).toMatchObject({ outcome: 'applied', queued: true });
+    const back = await waitFor(async () => {
+      const r = await rowOf(h, 'c-1');
+      return r?.state === 'synced' && r.className === 'Revived' ? r : undefined;
+    }, 'reopened and synced');
+    expect(back).toMatchObject({ classId: synced.classId, cancelledAt: null, archivedAt: null });
+    expect(classOf(h, synced.classId)).toMatchObject({ name: 'Revived', archived: false });
+    expect(h.sandbox.state().bySentName.Doomed ?? 0).toBeLessThanOrEqual(1);
+    expect(h.sandbox.state().classes?.filter((c) => c.name === 'Revived' || c.name === 'Doomed')).toHaveLength(1);
+  });
+
+  it('refuses an update for a batch never created, and an update that changes nothing, naming the field', async () => {
+    const deps = publishDepsOf(h);
+    const [unknown, empty] = await publishBatches(deps, [
+      { type: 'batch.updated', batchId: 'never', name: 'Ghost' },
+      { type: 'batch.updated', batchId: 'u-1' },
+    ]);
+    expect(unknown).toMatchObject({ ok: false, problems: [{ field: 'batchId', reason: expect.stringContaining('batch.created first') }] });
+    expect(empty).toMatchObject({ ok: false, problems: [{ field: '(event)', reason: expect.stringContaining('must change name, subject') }] });
+    await expect(publishBatchCreated(deps, { type: 'batch.cancelled', batchId: 'never-2' })).rejects.toBeInstanceOf(InvalidEventError);
+    await expect(publishBatchCreated(deps, { batchId: 'v-1', name: 'V', subject: 'S', version: 0 })).rejects.toThrow(/version must be a positive integer/);
+    await expect(publishBatchCreated(deps, { batchId: 'v-1', name: 'V', subject: 'S', type: 'batch.renamed' })).rejects.toThrow(/type must be one of/);
+    expect(await rowOf(h, 'never')).toBeUndefined();
+    expect(await rowOf(h, 'v-1')).toBeUndefined();
+  });
+});
+
+describe('changes before add-class is sent (no worker until the changes are in)', () => {
+  const { h, syncWorker } = useHarness();
+
+  it('the create carries the newest values: one add-class, no edit; a batch cancelled first never gets a class', async () => {
+    const deps = publishDepsOf(h);
+    const outcomes = await publishBatches(deps, [
+      { batchId: 'p-1', name: 'First Name', subject: 'History' },
+      { type: 'batch.updated', batchId: 'p-1', name: 'Second Name', subject: 'Geography' },
+      { batchId: 'p-2', name: 'Never Made', subject: 'History' },
+      { type: 'batch.cancelled', batchId: 'p-2' },
+    ]);
+    expect(outcomes.map((o) => o.ok && o.outcome)).toEqual(['recorded', 'applied', 'recorded', 'applied']);
+    expect(outcomes[3]).toMatchObject({ state: 'cancelled', queued: false });
+    syncWorker(h.runtime);
+    const synced = await untilSynced(h, 'p-1');
+    expect(synced.className).toBe('Second Name');
+    expect(classOf(h, synced.classId)).toMatchObject({ name: 'Second Name', subject: 'Geography' });
+    expect(h.sandbox.state().calls.byOperation.addClass?.calls).toBe(1);
+    expect(editCalls(h)).toBe(1); // the join link's only
+    expect(h.sandbox.state().bySentName['Never Made']).toBeUndefined();
+    expect(await rowOf(h, 'p-2')).toMatchObject({ state: 'cancelled', classId: null });
+  });
+});
