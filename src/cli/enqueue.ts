@@ -26,5 +26,6 @@ function printEnqueueReport(report: EnqueueReport): void {
   for (const r of report.rejected) {
     console.error(`line ${r.line}: ${r.problems.map((p) => `${p.field} ${p.reason}`).join('; ')}`);
   }
-  console.log(`accepted ${report.accepted} (${report.duplicates} already known), rejected ${report.rejected.length}`);
+  const stale = report.stale > 0 ? `, ${report.stale} stale (version not above the last applied: ignored)` : '';
+  console.log(`accepted ${report.accepted} (${report.duplicates} already known${stale}), rejected ${report.rejected.length}`);
 }

@@ -9,6 +9,8 @@ export interface EnqueueReport {
   lines: number;
   accepted: number;
   duplicates: number;
+  /** Changes whose version was not above the last one applied: ignored (each batch's history says so). */
+  stale: number;
   rejected: { line: number; problems: FieldProblem[] }[];
 }
 
@@ -20,7 +22,7 @@ export async function enqueueNdjson(
   onProgress?: (report: EnqueueReport) => void,
   options: PublishOptions = {},
 ): Promise<EnqueueReport> {
-  const report: EnqueueReport = { lines: 0, accepted: 0, duplicates: 0, rejected: [] };
+  const report: EnqueueReport = { lines: 0, accepted: 0, duplicates: 0, stale: 0, rejected: [] };
   let pending: { line: number; value: unknown }[] = [];
   const flush = async () => {
     const published = await publishItems(deps, pending, (p) => p.value, options);
@@ -28,6 +30,7 @@ export async function enqueueNdjson(
       if (outcome.ok) {
         report.accepted += 1;
         if (outcome.duplicate) report.duplicates += 1;
+        if (outcome.outcome === 'stale') report.stale += 1;
       } else report.rejected.push({ line: item.line, problems: outcome.problems });
     }
     pending = [];

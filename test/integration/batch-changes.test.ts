@@ -105,3 +105,70 @@ describe('changes before add-class is sent (no worker until the changes are in)'
     expect(await rowOf(h, 'p-2')).toMatchObject({ state: 'cancelled', classId: null });
   });
 });
+
+describe('changes while an add-class is in doubt (its answer never comes)', () => {
+  const { h } = useHarnessWithWorker();
+
+  /** Publishes a batch whose add-class takes effect but never answers; resolves once the batch is `creating`. */
+  async function inDoubt(batchId: string, name: string) {
+    h.sandbox.faults.set({ ...h.sandbox.faults.config, hangMs: 60_000 });
+    h.sandbox.faults.enqueue({ operation: 'addClass', fault: 'hang' });
+    await publishBatchCreated(publishDepsOf(h), { batchId, name, subject: 'Music', version: 1 });
+    await waitFor(async () => (await rowOf(h, batchId))?.state === 'creating' || undefined, `${batchId} creating`);
+  }
+
+  it('an update while the outcome is unknown: settled by the sent name (the class is adopted, never made twice), then renamed', async () => {
+    await inDoubt('d-1', 'Sent Name');
+    const update = await publishBatchCreated(publishDepsOf(h), { type: 'batch.updated', batchId: 'd-1', name: 'Newer Name', version: 2 });
+    expect(update).toMatchObject({ outcome: 'applied', state: 'creating' });
+    const row = await waitFor(async () => {
+      const r = await rowOf(h, 'd-1');
+      return r?.state === 'synced' && r.className === 'Newer Name' && r.revision === r.appliedRevision ? r : undefined;
+    }, 'adopted, renamed and synced');
+    const ours = h.sandbox.state().classes?.filter((c) => c.name === 'Sent Name' || c.name === 'Newer Name') ?? [];
+    expect(ours).toHaveLength(1);
+    expect(ours[0]).toMatchObject({ id: row.classId, name: 'Newer Name' });
+    expect(h.sandbox.state().calls.byOperation.addClass?.calls).toBe(1);
+    const trail = await timeline(h, 'd-1');
+    expect(trail.some((e) => e.detail?.resolution === 'adopt')).toBe(true);
+    expect(trail.map((e) => e.type)).toContain('class_edited');
+  });
+
+  it('a cancel while the add-class is in flight: settled first (one class), then that class is archived', async () => {
+    await inDoubt('d-2', 'Cancelled In Flight');
+    const cancel = await publishBatchCreated(publishDepsOf(h), { type: 'batch.cancelled', batchId: 'd-2', version: 2 });
+    expect(cancel).toMatchObject({ outcome: 'applied', state: 'creating' });
+    const row = await waitFor(async () => ((await rowOf(h, 'd-2'))?.state === 'cancelled' ? rowOf(h, 'd-2') : undefined), 'cancelled');
+    const ours = h.sandbox.state().classes?.filter((c) => c.sentName === 'Cancelled In Flight') ?? [];
+    expect(ours).toHaveLength(1);
+    expect(ours[0]).toMatchObject({ id: row?.classId, archived: true });
+  });
+});
+
+describe('CLASSROOM_ARCHIVE_ON_CANCEL=false', () => {
+  const { h } = useHarnessWithWorker({ env: { CLASSROOM_ARCHIVE_ON_CANCEL: 'false' } });
+
+  it('a cancelled batch leaves its class visible and still ends cancelled; a cancelled batch without a class reopens as new', async () => {
+    const deps = publishDepsOf(h);
+    await publishBatchCreated(deps, { batchId: 'k-1', name: 'Kept Visible', subject: 'Art' });
+    const synced = await untilSynced(h, 'k-1');
+    const edits = editCalls(h);
+    await publishBatchCreated(deps, { type: 'batch.cancelled', batchId: 'k-1' });
+    const row = await waitFor(async () => ((await rowOf(h, 'k-1'))?.state === 'cancelled' ? rowOf(h, 'k-1') : undefined), 'cancelled');
+    expect(row).toMatchObject({ classId: synced.classId, archivedAt: null });
+    expect(classOf(h, synced.classId)?.archived).toBe(false);
+    expect(editCalls(h)).toBe(edits);
+
+    // Cancelled before it had a class, then created again with a higher version: it syncs as new.
+    await publishBatches(deps, [
+      { batchId: 'k-2', name: 'Second Thoughts', subject: 'Art', version: 1 },
+      { type: 'batch.cancelled', batchId: 'k-2', version: 2 },
+    ]);
+    expect(await rowOf(h, 'k-2')).toMatchObject({ state: 'cancelled', classId: null });
+    const reopened = await publishBatchCreated(deps, { batchId: 'k-2', name: 'Third Thoughts', subject: 'Art', version: 3 });
+    expect(reopened).toMatchObject({ outcome: 'applied', duplicate: true, queued: true });
+    const back = await untilSynced(h, 'k-2');
+    expect(back).toMatchObject({ className: 'Third Thoughts', cancelledAt: null, version: 3 });
+    expect(h.sandbox.state().bySentName['Second Thoughts']).toBeUndefined();
+  });
+});

@@ -32,6 +32,32 @@ describe('classroom-sync enqueue / status / retry', () => {
     expect(await batch('cli-3')).toBeUndefined();
   });
 
+  it('enqueue takes updates and cancellations in order (a stale one counted); status and history show the change and the cancel', async () => {
+    const stdin = [
+      JSON.stringify({ batchId: 'cli-ch', name: 'CLI change', subject: 'Maths', version: 1 }),
+      JSON.stringify({ type: 'batch.updated', batchId: 'cli-ch', name: 'CLI changed', version: 2 }),
+      JSON.stringify({ type: 'batch.updated', batchId: 'cli-ch', name: 'CLI older', version: 1 }),
+      JSON.stringify({ type: 'batch.updated', batchId: 'cli-none', name: 'Nobody' }),
+    ].join('\n');
+    const result = await runCli(['enqueue'], { env: h.env, stdin });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^line 4: batchId is not recorded under institute .*batch\.created first$/m);
+    expect(result.stdout).toMatch(/accepted 3 \(0 already known, 1 stale \(version not above the last applied: ignored\)\), rejected 1/);
+    const synced = await untilSynced(h, 'cli-ch');
+    expect(synced.className).toBe('CLI changed');
+    const cancel = await runCli(['enqueue'], { env: h.env, stdin: JSON.stringify({ type: 'batch.cancelled', batchId: 'cli-ch', version: 3 }) });
+    expect(cancel.code).toBe(0);
+    await waitFor(async () => (await batch('cli-ch'))?.state === 'cancelled' || undefined, 'cancelled');
+    const status = await runCli(['status', 'cli-ch'], { env: h.env });
+    expect(status.stdout).toMatch(/^state\s+cancelled$/m);
+    expect(status.stdout).toMatch(/^version\s+3$/m);
+    expect(status.stdout).toMatch(/^cancelled\s+\S+; class archived$/m);
+    const history = await runCli(['history', 'cli-ch'], { env: h.env });
+    expect(history.stdout).toMatch(/\bupdated\b.*"version":2/);
+    expect(history.stdout).toMatch(/\bstale\b.*"lastVersion":2/);
+    expect(history.stdout).toMatch(/transition \w+ → cancelled/);
+  });
+
   it('enqueue from a file exits 0 when every line is valid, and re-enqueueing is harmless', async () => {
     const file = join(tmpdir(), `cs-enqueue-${process.pid}.ndjson`);
     writeFileSync(file, `${JSON.stringify({ batchId: 'cli-5', name: 'CLI five', subject: 'Art' })}\n`);

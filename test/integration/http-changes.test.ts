@@ -38,6 +38,8 @@ describe('POST /v1/batches with changes', () => {
     await waitFor(async () => ((await rowOf(h, 'h-1'))?.state === 'cancelled' ? true : undefined), 'cancelled');
     const after = await get('h-1');
     expect(after.body).toMatchObject({ state: 'cancelled', version: 3, cancelled: { archived: true } });
+    const metrics = await call(`${w.url}/metrics`);
+    expect(metrics.text).toMatch(/^classroom_sync_batches\{state="cancelled"\} 1$/m);
     const events = await call(`${w.url}/v1/batches/h-1/events`, { headers: BEARER });
     expect(events.body.events.map((e: { type: string }) => e.type)).toEqual(expect.arrayContaining(['updated', 'stale', 'class_edited', 'cancel_requested']));
   });

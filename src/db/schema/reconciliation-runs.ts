@@ -15,7 +15,7 @@ export const reconciliationRuns = pgTable(
     /** null while running, or when the process died mid-pass. */
     finishedAt: ts('finished_at'),
     institutes: jsonb('institutes').$type<string[]>().notNull().default([]),
-    /** Findings per category: in_sync, missing_remote, hidden_remote, orphan_remote, stuck, link_missing, duplicate_suspect, needs_review_resolved. */
+    /** Findings per category: in_sync, missing_remote, hidden_remote, orphan_remote, stuck, link_missing, duplicate_suspect, needs_review_resolved, name_drift, cancelled_visible. */
     counts: jsonb('counts').$type<Record<string, number>>().notNull().default({}),
     /** What was changed (counts, plus each adopted batch and its class); empty for a dry run. */
     repairs: jsonb('repairs').$type<Record<string, unknown>>().notNull().default({}),

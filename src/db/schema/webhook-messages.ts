@@ -28,7 +28,7 @@ export const webhookMessages = pgTable(
       .references(() => batchClasses.id, { onDelete: 'cascade' }),
     instituteId: text('institute_id').notNull(),
     batchId: text('batch_id').notNull(),
-    /** `batch.synced`, `batch.failed`, `batch.needs_review`, `batch.abandoned`, `batch.abandon_undone`. */
+    /** `batch.synced`, `batch.updated`, `batch.cancelled`, `batch.failed`, `batch.needs_review`, `batch.abandoned`, `batch.abandon_undone`. */
     type: text('type').notNull(),
     /** When the event happened: the body's `timestamp`. */
     occurredAt: ts('occurred_at').notNull().defaultNow(),
