@@ -37,8 +37,11 @@ export type { CallOptions, CallRecord, ClassroomHooks } from './call.ts';
 export interface ClassroomClient {
   addClass(input: AddClassInput, options?: CallOptions): Promise<{ classId: string; raw: unknown }>;
   enableJoinLink(classId: string, options?: CallOptions): Promise<void>;
-  /** Renames, re-subjects, archives or unarchives a class: sending the same edit again changes nothing more. */
-  editClass(classId: string, changes: ClassChanges, options?: CallOptions): Promise<void>;
+  /**
+   * Renames, re-subjects, archives or unarchives a class: sending the same edit again changes nothing
+   * more. Answers with the name the remote kept, when its answer shows one (it may rewrite names).
+   */
+  editClass(classId: string, changes: ClassChanges, options?: CallOptions): Promise<{ keptName: string | undefined }>;
   getClass(classId: string, options?: CallOptions): Promise<ClassRecord>;
   listClasses(instituteId: string, query?: { searchTerm?: string }, options?: CallOptions): Promise<InstituteListing>;
 }
@@ -67,12 +70,7 @@ export function createClassroomClient(settings: ClassroomSettings, hooks: Classr
       assertSafeId('editClass', classId);
       const { extra, ...named } = changes;
       const json = { ...extra, ...Object.fromEntries(Object.entries(named).filter(([, v]) => v !== undefined)), classId };
-      await call(
-        'editClass',
-        (signal) => http({ method: settings.editClassMethod, path: '/teacher/editClass', json, signal }),
-        options,
-        () => undefined,
-      );
+      return call('editClass', (signal) => http({ method: settings.editClassMethod, path: '/teacher/editClass', json, signal }), options, keptName);
     },
 
     async getClass(classId, options) {
@@ -111,6 +109,12 @@ function createdClass(answer: Answer): { classId: string; raw: unknown } {
     });
   }
   return { classId, raw: answer.data };
+}
+
+/** The name an edit-class answer says the class now has (a remote may rewrite what it was sent). */
+function keptName(answer: Answer): { keptName: string | undefined } {
+  const name = (answer.data as { name?: unknown } | null | undefined)?.name;
+  return { keptName: typeof name === 'string' ? name : undefined };
 }
 
 function pickClassId(answer: Answer): unknown {

@@ -49,8 +49,8 @@ async function edit(run: StepRun): Promise<void> {
   const classId = run.requireClassId();
   const changes = changesOf(row);
   const fields = Object.keys({ ...changes, ...changes.extra }).filter((f) => f !== 'extra');
-  if (fields.length > 0) await editRemote(run, classId, changes);
-  const edit = { revision: row.revision, event: row.event, sentName: changes.name, atRest: row.state === 'synced' };
+  const kept = fields.length > 0 ? await editRemote(run, classId, changes) : undefined;
+  const edit = { revision: row.revision, event: row.event, sentName: changes.name, keptName: kept, atRest: row.state === 'synced' };
   await run.write(row.state, (events) =>
     mapping.markEdited(run.deps.db, run.lease, run.deps.settings.leaseMs, edit, [...events, editedEvent(run, classId, fields, row.revision)]),
   );
@@ -71,15 +71,20 @@ export function changesOf(row: Pick<MappingRow, 'event' | 'appliedEvent' | 'next
   return changes;
 }
 
-/** An edit-class of a class we created or adopted: a 404 within the read-lag window is waited for. */
-async function editRemote(run: StepRun, classId: string, changes: ClassChanges): Promise<void> {
+/**
+ * An edit-class of a class we created or adopted: a 404 within the read-lag window is waited for.
+ * Returns the name the remote kept, when its answer shows it.
+ */
+async function editRemote(run: StepRun, classId: string, changes: ClassChanges): Promise<string | undefined> {
+  let kept: string | undefined;
   try {
-    await run.deps.classroom.editClass(classId, changes, run.callOptions());
+    ({ keptName: kept } = await run.deps.classroom.editClass(classId, changes, run.callOptions()));
   } catch (error) {
     run.observeLag(error);
     throw run.lag.classGone(error, run.current.classCreatedAt, classId, 'edit-class');
   }
   run.observeLag();
+  return kept;
 }
 
 function editedEvent(run: StepRun, classId: string, fields: string[], revision: number): mapping.AuditEvent {

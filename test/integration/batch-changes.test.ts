@@ -27,7 +27,14 @@ describe('changes of a batch with a class (worker running)', () => {
       const r = await rowOf(h, 'u-1');
       return r && r.appliedRevision === r.revision && r.className === 'Algebra II' ? r : undefined;
     }, 'the rename applied');
-    expect(row).toMatchObject({ state: 'synced', classId: synced.classId, joinLink: synced.joinLink, nextClassName: null, version: 2 });
+    expect(row).toMatchObject({
+      state: 'synced',
+      classId: synced.classId,
+      joinLink: synced.joinLink,
+      nextClassName: null,
+      remoteName: 'Algebra II',
+      version: 2,
+    });
     const remote = classOf(h, synced.classId);
     expect(remote).toMatchObject({ name: 'Algebra II', subject: 'Maths', archived: false });
     expect(editCalls(h)).toBe(edits + 1);
