@@ -85,8 +85,9 @@ export class BatchRun implements StepRun {
     if (this.row.revision === this.eventRevision) return this.row;
     const fresh = await mapping.findBatch(this.deps.db, this.row);
     if (!fresh) throw new SyncError('internal', 'missing_row', `batch ${this.row.batchId} vanished while a run held its lease`);
-    const { event, revision, appliedRevision, nextClassName, cancelledAt, archivedAt } = fresh;
-    this.row = { ...this.row, event, revision, appliedRevision, nextClassName, cancelledAt, archivedAt };
+    // The values the class was last given too: the add-class of this very run may have set them.
+    const { event, appliedEvent, revision, appliedRevision, nextClassName, cancelledAt, archivedAt } = fresh;
+    this.row = { ...this.row, event, appliedEvent, revision, appliedRevision, nextClassName, cancelledAt, archivedAt };
     this.eventRevision = revision;
     return this.row;
   }

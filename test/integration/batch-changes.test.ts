@@ -152,6 +152,26 @@ describe('changes while an add-class is in doubt (its answer never comes)', () =
   });
 });
 
+describe('an update while an answered add-class is on its way', () => {
+  const { h } = useHarnessWithWorker({ env: { CLASSROOM_TIMEOUT: '5s' } });
+
+  it('the same run edits the class with every changed field (subject and extra fields as well as the name)', async () => {
+    h.sandbox.faults.set({ ...h.sandbox.faults.config, latencyMs: 600 });
+    await publishBatchCreated(publishDepsOf(h), { batchId: 'f-1', name: 'Slow Answer', subject: 'Physics', version: 1 });
+    await waitFor(async () => (await rowOf(h, 'f-1'))?.state === 'creating' || undefined, 'creating');
+    await publishBatchCreated(publishDepsOf(h), { type: 'batch.updated', batchId: 'f-1', name: 'Quick Change', subject: 'Biology', room: 'R2', version: 2 });
+    const row = await waitFor(async () => {
+      const r = await rowOf(h, 'f-1');
+      return r?.state === 'synced' && r.revision === r.appliedRevision ? r : undefined;
+    }, 'synced with the change applied');
+    h.sandbox.faults.set({ ...h.sandbox.faults.config, latencyMs: 0 });
+    expect(classOf(h, row.classId)).toMatchObject({ name: 'Quick Change', subject: 'Biology' });
+    const full = await h.runtime.remotes.default.classroom.getClass(row.classId!);
+    expect(full).toMatchObject({ room: 'R2' });
+    expect(h.sandbox.state().calls.byOperation.addClass?.calls).toBe(1);
+  });
+});
+
 describe('CLASSROOM_ARCHIVE_ON_CANCEL=false', () => {
   const { h } = useHarnessWithWorker({ env: { CLASSROOM_ARCHIVE_ON_CANCEL: 'false' } });
 
