@@ -61,7 +61,9 @@ function update(row: MappingRow, values: StoredEvent, name: string, version: num
   const detail = { type, version, fields, ...(name !== row.className ? { className: name } : {}) };
   // The same values again: the version is recorded, and nothing is sent.
   if (fields.length === 0 && !reopening) return { kind: 'apply', set: { version }, audit: { type: auditType, detail } };
-  const base: ChangeSet = { event: values, version, bumpRevision: true, ...(reopening ? { cancelled: null } : {}) };
+  // Reopened with a class: its archive may have reached the remote even if no answer said so.
+  const reopen: ChangeSet = reopening ? { cancelled: null, ...(row.classId !== null ? { mayBeArchived: true } : {}) } : {};
+  const base: ChangeSet = { event: values, version, bumpRevision: true, ...reopen };
   const reopenedState = row.state === 'cancelled' ? (row.classId === null ? 'pending' : 'created') : undefined;
   const state = reopenedState ?? row.state;
   if (state === 'pending') {

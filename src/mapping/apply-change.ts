@@ -1,10 +1,11 @@
 // A change the integrator made to a recorded batch (an update, a cancellation, a reopening), written
-// under the row's lock together with the audit line that explains it. What a change does to a row
-// is decided by the caller (src/intake/changes.ts) from the row as locked: this file reads the row,
-// hands it over, and writes the answer, so two changes of one batch never interleave.
-import { type SQL, and, eq, sql } from 'drizzle-orm';
-import { batchClasses, batchEvents } from '../db/schema/index.ts';
-import type { Db } from './sql.ts';
+// with the audit line that explains it. What a change does to a row is decided by the caller
+// (src/intake/changes.ts) from the row as read: the write then applies only if the row is still
+// exactly that row (its `xmin`, the version PostgreSQL gives each row version), else the row is read
+// and decided again. One statement per try and no transaction: nothing is held between the two, so
+// a connection lost mid-way is never kept out of the pool.
+import { type SQL, sql } from 'drizzle-orm';
+import { type Db, ROW_B, decodeRow, eventsJson, execute, insertEvents } from './sql.ts';
 import type { BatchEventType, BatchKey, BatchState, EventDetail, MappingRow, StoredEvent } from './types.ts';
 
 /** The columns a change may set. */
@@ -21,57 +22,78 @@ export interface ChangeSet {
   /** The remote needs nothing for this revision (no class exists, or none will). */
   settled?: boolean;
   /**
+   * The class may have been archived (an archive whose answer was lost counts): the next edit sends
+   * `archived: false`. Used when a batch cancelled with a class is reopened.
+   */
+  mayBeArchived?: boolean;
+  /**
    * Ends any runner's lease on the batch, so a run that read the row before this change writes
    * nothing more (used only while no add-class can be in flight: `pending`, or no class wanted).
    */
   fenceRunner?: boolean;
 }
 
-export type ChangePlan = { kind: 'apply'; set: ChangeSet; audit: { type: BatchEventType; detail: EventDetail } } | { kind: 'stale'; detail: EventDetail };
+export type ChangePlan =
+  | { kind: 'apply'; set: ChangeSet; audit: { type: Exclude<BatchEventType, 'remote_call'>; detail: EventDetail } }
+  | { kind: 'stale'; detail: EventDetail };
 
 export type ChangeResult = { status: 'missing' } | { status: 'applied' | 'stale'; row: MappingRow; before: MappingRow };
 
-/** Locks the batch's row, asks `plan` what the change does to it, and writes that with its audit line. */
+/** How often a change is decided again because a sync run wrote the row in between (each try takes milliseconds). */
+const TRIES = 50;
+
+/** Reads the batch's row, asks `plan` what the change does to it, and writes that with its audit line. */
 export async function applyChange(db: Db, key: BatchKey, plan: (row: MappingRow) => ChangePlan): Promise<ChangeResult> {
-  return db.transaction(async (tx) => {
-    const where = and(eq(batchClasses.instituteId, key.instituteId), eq(batchClasses.batchId, key.batchId));
-    const [before] = await tx.select().from(batchClasses).where(where).for('update');
-    if (!before) return { status: 'missing' } as const;
+  for (let tries = 0; tries < TRIES; tries += 1) {
+    const [read] = (
+      await execute<Record<string, unknown>>(
+        db,
+        sql`select ${ROW_B}, b.xmin::text as "rowVersion" from batch_classes b where b.institute_id = ${key.instituteId} and b.batch_id = ${key.batchId}`,
+      )
+    ).rows;
+    if (!read) return { status: 'missing' };
+    const { rowVersion, ...raw } = read;
+    const before = decodeRow(raw);
     const decided = plan(before);
+    const audit =
+      decided.kind === 'stale'
+        ? { type: 'stale' as const, detail: decided.detail }
+        : { ...decided.audit, classId: before.classId, ...movedBy(before, decided.set) };
+    const events = sql`${eventsJson([audit])}::jsonb`;
     if (decided.kind === 'stale') {
-      await tx.insert(batchEvents).values({ batchRowId: before.id, type: 'stale', detail: decided.detail });
-      return { status: 'stale', row: before, before } as const;
+      await execute(db, insertEvents(sql`select ${before.id}::bigint as id`, events));
+      return { status: 'stale', row: before, before };
     }
-    const [row] = await tx.update(batchClasses).set(columnsOf(decided.set)).where(eq(batchClasses.id, before.id)).returning();
-    if (!row) throw new Error(`batch ${key.batchId} of institute ${key.instituteId} vanished under its own lock`);
-    const moved = row.state !== before.state;
-    await tx.insert(batchEvents).values({
-      batchRowId: row.id,
-      type: decided.audit.type,
-      fromState: moved ? before.state : null,
-      toState: moved ? row.state : null,
-      classId: row.classId,
-      detail: decided.audit.detail,
-    });
-    return { status: 'applied', row, before } as const;
-  });
+    const [written] = (
+      await execute<Record<string, unknown>>(
+        db,
+        sql`with updated as (
+              update batch_classes b set ${setOf(decided.set)} where b.id = ${before.id} and b.xmin = ${rowVersion}::text::xid returning ${ROW_B}
+            ), audit as (${insertEvents(sql`select "id" as id from updated`, events)})
+            select * from updated`,
+      )
+    ).rows;
+    if (written) return { status: 'applied', row: decodeRow(written), before };
+  }
+  throw new Error(`batch ${key.batchId} of institute ${key.instituteId} kept changing while a change was applied to it; nothing was recorded: send it again`);
 }
 
-function columnsOf(set: ChangeSet): Record<string, unknown> {
-  const columns: Record<string, unknown | SQL> = { updatedAt: sql`now()` };
-  if (set.event !== undefined) columns.event = set.event;
-  if (set.className !== undefined) columns.className = set.className;
-  if (set.nextClassName !== undefined) columns.nextClassName = set.nextClassName;
-  if (set.state !== undefined) columns.state = set.state;
-  if (set.cancelled === 'now') columns.cancelledAt = sql`coalesce(${batchClasses.cancelledAt}, now())`;
-  if (set.cancelled === null) columns.cancelledAt = null;
-  if (set.version !== undefined) columns.version = set.version;
-  if (set.bumpRevision) columns.revision = sql`${batchClasses.revision} + 1`;
-  if (set.bumpRevision && set.settled) columns.appliedRevision = sql`${batchClasses.revision} + 1`;
-  if (set.fenceRunner) {
-    columns.leaseEpoch = sql`${batchClasses.leaseEpoch} + 1`;
-    columns.leaseOwner = null;
-    columns.leaseExpiresAt = null;
-  }
-  return columns;
+function movedBy(before: MappingRow, set: ChangeSet): { fromState?: BatchState; toState?: BatchState } {
+  return set.state && set.state !== before.state ? { fromState: before.state, toState: set.state } : {};
+}
+
+function setOf(set: ChangeSet): SQL {
+  const parts: SQL[] = [sql`updated_at = now()`];
+  if (set.event !== undefined) parts.push(sql`event = ${JSON.stringify(set.event)}::jsonb`);
+  if (set.className !== undefined) parts.push(sql`class_name = ${set.className}`);
+  if (set.nextClassName !== undefined) parts.push(sql`next_class_name = ${set.nextClassName}`);
+  if (set.state !== undefined) parts.push(sql`state = ${set.state}::batch_state`);
+  if (set.cancelled === 'now') parts.push(sql`cancelled_at = coalesce(b.cancelled_at, now())`);
+  if (set.cancelled === null) parts.push(sql`cancelled_at = null`);
+  if (set.version !== undefined) parts.push(sql`version = ${set.version}::bigint`);
+  if (set.bumpRevision) parts.push(sql`revision = b.revision + 1`);
+  if (set.bumpRevision && set.settled) parts.push(sql`applied_revision = b.revision + 1`);
+  if (set.mayBeArchived) parts.push(sql`archived_at = coalesce(b.archived_at, now())`);
+  if (set.fenceRunner) parts.push(sql`lease_epoch = b.lease_epoch + 1, lease_owner = null, lease_expires_at = null`);
+  return sql.join(parts, sql`, `);
 }

@@ -4,6 +4,13 @@
 // new ones are refused). Afterwards the sandbox's ground truth must show exactly one class per batch
 // and every join link stored.
 //
+// Meanwhile about a third of the batches change (changes.ts): renamed, given a new subject or room,
+// cancelled, reopened, at random moments of their life (before add-class, while it is in doubt, after
+// a fleet kill, once synced), with stale versions mixed in. Every class carries its batch's id as the
+// extra field `chaosRef`, so classes are counted per batch whatever their name. At rest, no cancelled
+// batch may have a visible class, every other one's class must carry its newest name, subject and
+// room, and every row must stand at the highest version published for it.
+//
 // The run has a PostgreSQL server and a Redis of its own (processes.ts): restarting them must not
 // touch the machine's shared servers, which other tests use.
 //
@@ -18,18 +25,20 @@
 // for six seconds (first one account's key with 401, then every key with 403).
 import { randomBytes } from 'node:crypto';
 import { writeFileSync, mkdirSync } from 'node:fs';
-import { count, eq } from 'drizzle-orm';
+import { asc, count, eq, inArray } from 'drizzle-orm';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
+import { createDatabase } from '../../src/db/client.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
-import { batchClasses } from '../../src/db/schema/index.ts';
+import { batchClasses, batchEvents } from '../../src/db/schema/index.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createRuntime } from '../../src/runtime.ts';
-import { mixedFaultRates, sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
+import { type ClassTruth, mixedFaultRates, sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 import { mulberry32 } from '../../src/sandbox/random.ts';
 import { instituteOf, writeAccountsFile } from '../helpers/accounts.ts';
 import { publishDepsOf } from '../helpers/harness.ts';
+import { ChangeDriver, type ChangeFigures, type CreatedEvent, type Expected, trace } from './changes.ts';
 import { PrivatePostgres, PrivateRedis, WorkerProcess, type WorkerLine, freePort } from './processes.ts';
 
 export interface ChaosOptions {
@@ -60,9 +69,35 @@ export interface ChaosReport {
   failed: number;
   /** The first few failed batches and why: what to look at when `failed` is not 0. */
   failedSamples: { batchId: string; attempts: number; kind: string | null; error: string | null }[];
+  /** Batches that ended `cancelled` (their last event a cancel). */
+  cancelled: number;
   lost: number;
+  /** Classes beyond the first of any batch (counted by the `chaosRef` each class carries). */
   duplicates: number;
   remoteClasses: number;
+  /** Classes on the remote without a `chaosRef`: none may escape the count per batch. */
+  unattributedClasses: number;
+  /** Rows holding a class id: with needs_review evidence, the most classes the remote may hold. */
+  rowsWithClass: number;
+  /** What the change driver published, and when it landed. */
+  changes: ChangeFigures;
+  /**
+   * Clients of the change driver's pool still checked out once it stopped publishing: each a
+   * transaction of intake (applyChange) that never gave its connection back.
+   */
+  intakeClientsLeaked: number;
+  /**
+   * From the batches' histories: changes recorded while the batch was `creating` (its add-class sent
+   * or about to be), and those of them whose add-class got no answer (outcome unknown, or its worker killed).
+   */
+  changesDuringAddClass: { recorded: number; answerLost: number };
+  /** Each names the batches at fault (first few) and is empty when the run is right. */
+  checks: ChangeChecks;
+  /**
+   * The first few batches a check names: their row, the classes carrying their ref, their history
+   * (batch_events, one line each) and the workers' log lines about them. Written to the report file, not printed.
+   */
+  offenders: Record<string, { row: Record<string, unknown>; classes: ClassTruth[]; history: string[]; workerLog: string[] }>;
   joinLinksMatching: number;
   addClassPosts: number;
   faultsInjected: Record<string, number>;
@@ -87,6 +122,24 @@ export interface ChaosReport {
   workersRefusedAtStart: number;
   timeToSyncedMs: { p50: number; p95: number; max: number };
   wallMs: number;
+}
+
+export interface ChangeChecks {
+  /** Cancelled batches with a class listed and not archived (any class carrying their ref). */
+  cancelledVisible: string[];
+  /** Batches expected synced whose class was not last sent their newest name (or is not theirs). */
+  namesStale: string[];
+  /** Batches expected synced whose class lacks their newest subject or room, or is still archived. */
+  fieldsStale: string[];
+  /**
+   * Rows not at the highest version published for them, or whose state disagrees with their last
+   * event (cancelled vs not), or whose history applied a version not above the one before it.
+   */
+  staleApplied: string[];
+  /** Expected-cancelled batches an operator holds (needs_review): the cancel waits for them. */
+  cancelHeld: string[];
+  /** Rows still with work to do when the heal phase ended. */
+  notAtRest: string[];
 }
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
@@ -130,6 +183,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   let sandbox: Awaited<ReturnType<typeof startSandbox>> | undefined;
   let runtime: ReturnType<typeof createRuntime> | undefined;
   const workers: WorkerProcess[] = [];
+  const beforeCleanup: (() => Promise<void>)[] = [];
   // Whatever fails, the workers, the servers, the sandbox and the accounts file go. A failed run
   // reports its own error; a cleanup that fails is printed, and fails a run that did not.
   let report: ChaosReport;
@@ -155,9 +209,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // Creates the database on the private server, then its tables.
     await runMigrations(config.databaseUrl);
     runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
-    report = await chaosRun({ options, random, env, postgres, redis, sandbox, runtime, workers, accounts, databaseName, started });
+    trace('servers and sandbox up; starting the run');
+    report = await chaosRun({ options, random, env, postgres, redis, sandbox, runtime, workers, beforeCleanup, accounts, databaseName, started });
   } finally {
-    const attempt = async (step: () => Promise<unknown> | unknown) => {
+    const attempt = async (what: string, step: () => Promise<unknown> | unknown) => {
+      trace(`cleanup: ${what}`);
       try {
         await step();
       } catch (error) {
@@ -165,13 +221,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         console.error(`fault suite cleanup failed: ${error instanceof Error ? error.message : String(error)}`);
       }
     };
+    for (const step of beforeCleanup) await attempt('the change driver', step);
     for (const w of workers) w.kill9();
-    await attempt(() => runtime?.close());
-    await attempt(() => sandbox?.close());
-    await attempt(() => redis.kill());
+    await attempt('the runtime', () => runtime?.close());
+    await attempt('the sandbox', () => sandbox?.close());
+    await attempt('Redis', () => redis.kill());
     // Removes the database with the server: nothing of the run is left on the machine's shared one.
-    await attempt(() => postgres.destroy());
-    await attempt(() => accounts?.file.remove());
+    await attempt('PostgreSQL', () => postgres.destroy());
+    await attempt('the accounts file', () => accounts?.file.remove());
   }
   if (cleanupErrors.length) throw cleanupErrors[0];
   return report;
@@ -187,6 +244,8 @@ interface RunInput {
   runtime: ReturnType<typeof createRuntime>;
   /** Filled as workers are spawned, so the caller can kill every one of them, whatever happens. */
   workers: WorkerProcess[];
+  /** What the caller runs first when the run ends, whatever happens (the change driver's stop). */
+  beforeCleanup: (() => Promise<void>)[];
   accounts: ReturnType<typeof chaosAccounts> | undefined;
   databaseName: string;
   started: number;
@@ -212,11 +271,15 @@ async function chaosRun(input: RunInput): Promise<ChaosReport> {
     while (alive().length < options.workers) spawnWorker();
   };
 
-  const events = Array.from({ length: options.n }, (_, i) => ({
+  // Each class carries its batch's id (an extra class field): a rename changes its name, not that.
+  // Three batches in four are created at version 1, the fourth without a version.
+  const events: CreatedEvent[] = Array.from({ length: options.n }, (_, i) => ({
     batchId: `chaos-${i}`,
     name: batchName(i, options.live),
     subject: 'Physics',
     ...(accounts ? { instituteId: instituteOf(accounts.names[i % accounts.names.length]!) } : {}),
+    chaosRef: `chaos-${i}`,
+    ...(i % 4 === 3 ? {} : { version: 1 }),
   }));
   // Lanes in use: every third batch is history (the backfill lane, its own queue and workers).
   const deps = publishDepsOf(runtime);
@@ -232,8 +295,29 @@ async function chaosRun(input: RunInput): Promise<ChaosReport> {
     )),
   ];
   if (!outcomes.every((o) => o.ok)) throw new Error('the suite published an invalid event');
+  let lastFleetKill: number | undefined;
+  // The changes go through a pool of their own: intake's transactions meet the Postgres cut and
+  // restart, and a client one of them leaves checked out (see intakeClientsLeaked) must not keep the
+  // runtime's pool from closing.
+  const changeDatabase = createDatabase(env.DATABASE_URL!, { applicationName: 'classroom-sync-chaos-changes' });
+  const changes = new ChangeDriver({
+    seed: options.seed,
+    created: events,
+    deps: { ...deps, db: changeDatabase.db },
+    db: changeDatabase.db,
+    sandbox,
+    lastFleetKill: () => lastFleetKill,
+  });
+  changes.start();
+  // Whatever happens, the driver stops publishing and its pool is closed before the runtime is.
+  input.beforeCleanup.push(async () => {
+    await changes.stop();
+    // A leaked client is never released, and ending a pool waits for every client: bounded.
+    await Promise.race([changeDatabase.close(), sleep(2_000)]);
+  });
   // Each disruption waits for its share of progress, so every one meets work in flight.
   for (const action of chaosPlan(options, random)) {
+    trace(`waiting for ${Math.floor(action.progress * options.n)} done, then ${action.kind}`);
     await waitForProgress(runtime, Math.floor(action.progress * options.n), respawn, () => stallDiagnosis(sandbox, lines));
     await sleep(action.delayMs);
     if (action.kind === 'single') {
@@ -250,6 +334,7 @@ async function chaosRun(input: RunInput): Promise<ChaosReport> {
       // stored, the response has nobody to go to.
       kills.processesKilled += await killFleetOnNextAddClass(sandbox, alive);
       kills.fleetAfterAddClass += 1;
+      lastFleetKill = Date.now();
       respawn();
     } else if (action.kind === 'key') {
       // Starts as the fleet makes its next call, so it meets work in flight; it ends by itself,
@@ -279,18 +364,26 @@ async function chaosRun(input: RunInput): Promise<ChaosReport> {
       postgresConnectionsCut += await cutPostgres(postgres.url, databaseName);
     }
   }
-  // Heal: no more faults; wait for every batch to come to rest.
+  // The changes still waiting for their moment go out (faults still on), then the heal: no more
+  // faults; wait for every batch to come to rest, every change applied.
+  trace(`plan done; ${changes.remaining} change steps still to publish`);
+  const changeFigures = await changes.finish(Date.now() + options.timeoutMs, respawn);
+  // Nothing publishes any more: a client still checked out was never given back.
+  const intakeClientsLeaked = changeDatabase.pool.totalCount - changeDatabase.pool.idleCount;
+  trace('changes published; healing');
   sandbox.faults.clear();
   respawn();
   const deadline = Date.now() + options.timeoutMs;
   for (;;) {
-    const rows = await runtime.database.db.select({ state: batchClasses.state }).from(batchClasses);
-    if (rows.length === options.n && rows.every((r) => r.state === 'synced' || r.state === 'needs_review' || r.state === 'failed')) break;
+    const rows = await runtime.database.db.select().from(batchClasses);
+    if (rows.length === options.n && rows.every(atRest)) break;
     if (Date.now() > deadline) break;
     respawn();
     await sleep(200);
   }
+  trace('at rest (or out of time); stopping the workers');
   await Promise.all(workers.map((w) => w.stop()));
+  trace('workers stopped; building the report');
   // A worker still starting when PostgreSQL goes down exits at once, saying it cannot reach it (a
   // supervisor starts it again; the suite's respawn does): the suite's doing, not a crash.
   const refusedAtStart = (w: WorkerProcess) =>
@@ -314,7 +407,21 @@ async function chaosRun(input: RunInput): Promise<ChaosReport> {
     startsRefused,
     keyWindows,
     started: input.started,
+    changes: changeFigures,
+    intakeClientsLeaked,
+    expected: changes.expected(),
   });
+}
+
+/**
+ * Nothing left to do for the batch: synced or cancelled with every change applied (a cancelled one
+ * with a class has it archived), or held (needs_review) or failed.
+ */
+function atRest(row: typeof batchClasses.$inferSelect): boolean {
+  if (row.state === 'needs_review' || row.state === 'failed') return true;
+  if (row.state !== 'synced' && row.state !== 'cancelled') return false;
+  if (row.revision !== row.appliedRevision) return false;
+  return row.state === 'synced' || row.classId === null || row.archivedAt !== null;
 }
 
 /** `n` accounts, each with credentials of its own and one institute. */
@@ -373,12 +480,16 @@ function stallDiagnosis(sandbox: Awaited<ReturnType<typeof startSandbox>>, lines
   return `sandbox calls ${JSON.stringify(calls)}; last warnings and errors ${JSON.stringify(top)}`;
 }
 
-/** Waits until `synced` batches are done, keeping the fleet at strength; fails if progress stops. */
+/** Waits until `synced` batches are done (synced or cancelled), keeping the fleet at strength; fails if progress stops. */
 async function waitForProgress(runtime: ReturnType<typeof createRuntime>, synced: number, respawn: () => void, diagnose: () => string): Promise<void> {
   let last = -1;
   let lastChange = Date.now();
   for (;;) {
-    const [row] = await runtime.database.db.select({ n: count() }).from(batchClasses).where(eq(batchClasses.state, 'synced'));
+    // Done: synced, or cancelled (a third of the batches change, and some end cancelled).
+    const [row] = await runtime.database.db
+      .select({ n: count() })
+      .from(batchClasses)
+      .where(inArray(batchClasses.state, ['synced', 'cancelled']));
     const done = Number(row?.n ?? 0);
     if (done >= synced) return;
     if (done !== last) {
@@ -481,6 +592,10 @@ interface ReportInput {
   startsRefused: number;
   keyWindows: number;
   started: number;
+  changes: ChangeFigures;
+  intakeClientsLeaked: number;
+  /** What each batch's last event leaves it expecting, by batch id. */
+  expected: Map<string, Expected>;
 }
 
 async function buildReport(input: ReportInput): Promise<ChaosReport> {
@@ -500,8 +615,9 @@ async function buildReport(input: ReportInput): Promise<ChaosReport> {
   for (const a of attempts) histogram[String(a)] = (histogram[String(a)] ?? 0) + 1;
   const times = synced.map((r) => r.syncedAt!.getTime() - r.receivedAt.getTime()).sort((a, b) => a - b);
   const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))] ?? 0;
-  // By the name as sent: the remote may have rewritten what it stores.
-  const ours = Object.entries(truth.bySentName).filter(([name]) => name.startsWith('Chaos batch '));
+  // By the batch id each class carries: a rename changes its name (and the remote may rewrite it).
+  const ours = [...classesByRef(truth.classes!)];
+  const checks = await changeChecks(runtime, rows, truth.classes!, input.expected);
   const breakerOpened = lines.filter((line) => line.breaker === 'open').length;
   const refusedCalls = Object.values(truth.calls.byOperation).reduce((sum, op) => sum + (op.outcomes.http401 ?? 0) + (op.outcomes.http403 ?? 0), 0);
   return {
@@ -518,9 +634,17 @@ async function buildReport(input: ReportInput): Promise<ChaosReport> {
       .filter((r) => r.state === 'failed')
       .slice(0, 5)
       .map((r) => ({ batchId: r.batchId, attempts: r.attempts, kind: r.lastErrorKind, error: r.lastError })),
-    lost: options.n - rows.filter((r) => r.state === 'synced' || r.state === 'needs_review').length,
-    duplicates: ours.reduce((sum, [, count]) => sum + Math.max(0, count - 1), 0),
-    remoteClasses: ours.reduce((sum, [, count]) => sum + count, 0),
+    cancelled: rows.filter((r) => r.state === 'cancelled').length,
+    lost: options.n - rows.filter((r) => r.state === 'synced' || r.state === 'needs_review' || r.state === 'cancelled').length,
+    duplicates: ours.reduce((sum, [, classes]) => sum + Math.max(0, classes.length - 1), 0),
+    remoteClasses: ours.reduce((sum, [, classes]) => sum + classes.length, 0),
+    unattributedClasses: truth.classes!.filter((c) => typeof c.extra.chaosRef !== 'string').length,
+    rowsWithClass: rows.filter((r) => r.classId !== null).length,
+    changes: input.changes,
+    intakeClientsLeaked: input.intakeClientsLeaked,
+    changesDuringAddClass: await changesDuringAddClass(runtime),
+    checks,
+    offenders: await offendersOf(runtime, rows, truth.classes!, checks, lines),
     joinLinksMatching: synced.filter((r) => r.joinLink && byId.get(r.classId!)?.joinMagicLink === r.joinLink).length,
     addClassPosts: truth.calls.byOperation.addClass?.calls ?? 0,
     faultsInjected: truth.calls.faultsInjected,
@@ -542,15 +666,205 @@ async function buildReport(input: ReportInput): Promise<ChaosReport> {
   };
 }
 
+type Row = typeof batchClasses.$inferSelect;
+
+/** The sandbox's classes by the `chaosRef` each carries (the batch it was made for). */
+function classesByRef(classes: readonly ClassTruth[]): Map<string, ClassTruth[]> {
+  const byRef = new Map<string, ClassTruth[]>();
+  for (const c of classes) {
+    const ref = c.extra.chaosRef;
+    if (typeof ref === 'string') byRef.set(ref, [...(byRef.get(ref) ?? []), c]);
+  }
+  return byRef;
+}
+
+/** Each batch at rest against what its last event asked for (see ChangeChecks). */
+async function changeChecks(
+  runtime: ReturnType<typeof createRuntime>,
+  rows: readonly Row[],
+  classes: readonly ClassTruth[],
+  expected: Map<string, Expected>,
+): Promise<ChangeChecks> {
+  const checks: ChangeChecks = { cancelledVisible: [], namesStale: [], fieldsStale: [], staleApplied: [], cancelHeld: [], notAtRest: [] };
+  const byRef = classesByRef(classes);
+  const byId = new Map(classes.map((c) => [c.id, c]));
+  const history = await appliedVersions(runtime);
+  for (const row of rows) {
+    const exp = expected.get(row.batchId);
+    if (!exp) continue;
+    const id = `${row.batchId} (${row.state}, v${row.version ?? '-'})`;
+    if (!atRest(row)) checks.notAtRest.push(`${id}: revision ${row.revision}, applied ${row.appliedRevision}, archived ${row.archivedAt !== null}`);
+    if (row.version !== exp.version) checks.staleApplied.push(`${id}: stands at version ${row.version}, the highest published is ${exp.version}`);
+    const versions = history.get(row.id) ?? [];
+    if (versions.some((v, i) => i > 0 && v <= versions[i - 1]!)) checks.staleApplied.push(`${id}: its history applied versions ${versions.join(', ')}`);
+    if (exp.cancelled) {
+      if (row.state === 'needs_review') checks.cancelHeld.push(id);
+      else if (row.state !== 'cancelled') checks.staleApplied.push(`${id}: its last event cancelled it`);
+      const visible = (byRef.get(row.batchId) ?? []).filter((c) => !c.archived);
+      if (row.state === 'cancelled' && visible.length > 0) checks.cancelledVisible.push(`${id}: class ${visible.map((c) => c.id).join(', ')} listed`);
+      continue;
+    }
+    if (row.state === 'cancelled') checks.staleApplied.push(`${id}: cancelled, but its last event (v${exp.version}) did not cancel it`);
+    if (row.state !== 'synced') continue;
+    const remote = row.classId === null ? undefined : byId.get(row.classId);
+    if (remote?.extra.chaosRef !== row.batchId) {
+      checks.namesStale.push(`${id}: class ${row.classId} is ${remote ? `batch ${String(remote.extra.chaosRef)}'s` : 'not on the remote'}`);
+    } else if (remote.sentName !== exp.name || row.className !== exp.name) {
+      checks.namesStale.push(
+        `${id}: class last sent ${JSON.stringify(remote.sentName)}, row says ${JSON.stringify(row.className)}, newest is ${JSON.stringify(exp.name)}`,
+      );
+    }
+    if (remote && (remote.subject !== exp.subject || (exp.room !== undefined && remote.extra.room !== exp.room) || remote.archived)) {
+      const room = String(remote.extra.room);
+      checks.fieldsStale.push(
+        `${id}: class has subject ${remote.subject}, room ${room}, archived ${remote.archived}; expected ${exp.subject}, ${exp.room ?? '(any room)'}, not archived`,
+      );
+    }
+  }
+  return checks;
+}
+
+/** See ChaosReport.changesDuringAddClass: each `creating` spell of each batch, from its history. */
+async function changesDuringAddClass(runtime: ReturnType<typeof createRuntime>): Promise<ChaosReport['changesDuringAddClass']> {
+  const events = await runtime.database.db
+    .select({
+      row: batchEvents.batchRowId,
+      type: batchEvents.type,
+      toState: batchEvents.toState,
+      operation: batchEvents.operation,
+      outcome: batchEvents.outcome,
+    })
+    .from(batchEvents)
+    .orderBy(asc(batchEvents.batchRowId), asc(batchEvents.id));
+  const figures = { recorded: 0, answerLost: 0 };
+  let spell: { row: number; changes: number; answered: boolean } | undefined;
+  const close = () => {
+    if (spell && spell.changes > 0) {
+      figures.recorded += spell.changes;
+      if (!spell.answered) figures.answerLost += spell.changes;
+    }
+    spell = undefined;
+  };
+  for (const e of events) {
+    if (spell && spell.row !== e.row) close();
+    // A call's audit line comes with the write after it, so an answer may follow a change recorded meanwhile.
+    if (spell && e.type === 'remote_call' && e.operation === 'addClass' && e.outcome === 'ok') spell.answered = true;
+    if (spell && (e.type === 'updated' || e.type === 'cancel_requested' || e.type === 'reopened')) spell.changes += 1;
+    if (e.toState !== null && e.toState !== 'creating') close();
+    if (e.toState === 'creating') {
+      close();
+      spell = { row: e.row, changes: 0, answered: false };
+    }
+  }
+  close();
+  return figures;
+}
+
+/** What to look at when a check fails: the first few batches it names, with their row, classes and history. */
+async function offendersOf(
+  runtime: ReturnType<typeof createRuntime>,
+  rows: readonly Row[],
+  classes: readonly ClassTruth[],
+  checks: ChangeChecks,
+  lines: readonly WorkerLine[],
+): Promise<ChaosReport['offenders']> {
+  const named = [checks.cancelledVisible, checks.namesStale, checks.fieldsStale, checks.staleApplied, checks.notAtRest].flatMap((entries) =>
+    entries.map((entry) => entry.split(' ')[0]!),
+  );
+  const byRef = classesByRef(classes);
+  const offenders: ChaosReport['offenders'] = {};
+  for (const batchId of [...new Set(named)].slice(0, 8)) {
+    const row = rows.find((r) => r.batchId === batchId);
+    if (!row) continue;
+    const events = await runtime.database.db.select().from(batchEvents).where(eq(batchEvents.batchRowId, row.id)).orderBy(asc(batchEvents.id));
+    const { leaseOwner: _owner, ...rest } = row;
+    offenders[batchId] = {
+      row: rest,
+      classes: byRef.get(batchId) ?? [],
+      history: events.map((e) =>
+        [
+          e.at.toISOString().slice(11, 23),
+          e.type,
+          e.fromState || e.toState ? `${e.fromState ?? ''}->${e.toState ?? ''}` : '',
+          e.operation ?? '',
+          e.outcome ?? '',
+          e.httpStatus ?? '',
+          e.classId ? `class ${e.classId}` : '',
+          e.attempt !== null ? `attempt ${e.attempt}` : '',
+          e.workerId ?? '',
+          e.detail ? JSON.stringify(e.detail) : '',
+          e.error ? e.error.slice(0, 160) : '',
+        ]
+          .filter((part) => part !== '')
+          .join(' '),
+      ),
+      workerLog: lines.filter((line) => line.batchId === batchId).map(logLine),
+    };
+  }
+  return offenders;
+}
+
+/** One worker log line, short: when, what, and the error's kind, operation and message. */
+function logLine(line: WorkerLine): string {
+  const at = typeof line.time === 'number' ? new Date(line.time).toISOString().slice(11, 23) : '';
+  const err = line.err as { kind?: string; operation?: string; message?: string } | undefined;
+  const extra = Object.fromEntries(
+    Object.entries(line).filter(([key]) => !['time', 'level', 'msg', 'err', 'pid', 'hostname', 'batchId', 'instituteId', 'jobId', 'name'].includes(key)),
+  );
+  return [at, line.level, line.msg, err ? `${err.kind ?? ''} ${err.operation ?? ''} ${(err.message ?? '').slice(0, 160)}` : '', JSON.stringify(extra)]
+    .filter((part) => part !== undefined && part !== '')
+    .join(' ');
+}
+
+/** The versions each row's changes were applied at (its updated, cancel_requested and reopened lines), in order, by row id. */
+async function appliedVersions(runtime: ReturnType<typeof createRuntime>): Promise<Map<number, number[]>> {
+  const result = await runtime.database.pool.query<{ row_id: string; version: string | null }>(
+    `select c.id as row_id, e.detail->>'version' as version from batch_events e join batch_classes c on c.id = e.batch_row_id
+      where e.type in ('updated', 'cancel_requested', 'reopened') order by e.id`,
+  );
+  const versions = new Map<number, number[]>();
+  for (const r of result.rows) {
+    if (r.version !== null) versions.set(Number(r.row_id), [...(versions.get(Number(r.row_id)) ?? []), Number(r.version)]);
+  }
+  return versions;
+}
+
 export function printReport(report: ChaosReport, file = 'test-results/fault-report.json'): void {
   mkdirSync('test-results', { recursive: true });
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  const c = report.changes;
+  const k = report.checks;
   const rows: [string, string][] = [
     ['seed / live-service mode', `${report.seed} / ${report.live ? 'on' : 'off'}`],
     ['batches (N) / worker processes', `${report.n} / ${report.workers}`],
     ['remote calls per account (own key each)', JSON.stringify(report.callsPerAccount)],
-    ['synced / needs_review / failed / lost', `${report.synced} / ${report.needsReview.length} / ${report.failed} / ${report.lost}`],
-    ['remote classes / duplicates', `${report.remoteClasses} / ${report.duplicates}`],
+    [
+      'synced / needs_review / cancelled / failed / lost',
+      `${report.synced} / ${report.needsReview.length} / ${report.cancelled} / ${report.failed} / ${report.lost}`,
+    ],
+    [
+      'remote classes / without a batch ref / rows with a class / duplicates',
+      `${report.remoteClasses} / ${report.unattributedClasses} / ${report.rowsWithClass} / ${report.duplicates}`,
+    ],
+    [
+      'changed batches / changes: renames, subjects, cancels, reopenings, restates',
+      `${c.batchesChanged} / ${c.published}: ${c.renames}, ${c.subjectChanges}, ${c.cancels}, ${c.reopenings}, ${c.restates}`,
+    ],
+    ['… landed while the batch was', JSON.stringify(c.landedWhile)],
+    ['… recorded during an add-class (history) / its answer lost', `${report.changesDuringAddClass.recorded} / ${report.changesDuringAddClass.answerLost}`],
+    [
+      '… within 5 s of a fleet kill / publishes retried / never due / pool clients leaked',
+      `${c.afterFleetKill} / ${c.publishRetries} / ${c.dropped} / ${report.intakeClientsLeaked}`,
+    ],
+    [
+      'stale events: published / answered stale / duplicate / otherwise',
+      `${c.stale.published} / ${c.stale.answeredStale} / ${c.stale.answeredDuplicate} / ${c.stale.answeredOtherwise.length}`,
+    ],
+    [
+      'cancelled visible / names stale / fields stale / stale applied',
+      `${k.cancelledVisible.length} / ${k.namesStale.length} / ${k.fieldsStale.length} / ${k.staleApplied.length}`,
+    ],
+    ['not at rest after healing / cancels held (needs_review)', `${k.notAtRest.length} / ${k.cancelHeld.length}`],
     ['join links stored and equal to get-class', String(report.joinLinksMatching)],
     ['add-class POSTs sent', String(report.addClassPosts)],
     ['add-class outcome unknown (errors seen)', String(report.outcomeUnknown.addClassErrors)],
@@ -571,9 +885,21 @@ export function printReport(report: ChaosReport, file = 'test-results/fault-repo
     ['time to synced p50 / p95 / max (ms)', `${report.timeToSyncedMs.p50} / ${report.timeToSyncedMs.p95} / ${report.timeToSyncedMs.max}`],
     ['wall time (s)', (report.wallMs / 1000).toFixed(1)],
     ...report.failedSamples.map((f): [string, string] => [`failed ${f.batchId} after ${f.attempts} attempt(s)`, `${f.kind}: ${f.error}`]),
+    ...samples('cancelled visible', k.cancelledVisible),
+    ...samples('name stale', k.namesStale),
+    ...samples('fields stale', k.fieldsStale),
+    ...samples('stale applied', k.staleApplied),
+    ...samples('not at rest', k.notAtRest),
+    ...samples('stale event not refused', c.stale.answeredOtherwise),
+    ...samples('change not applied', c.realNotApplied),
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   console.log(['fault suite report', ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`)].join('\n'));
+}
+
+/** The first few entries of a check, one row each. */
+function samples(label: string, entries: readonly string[]): [string, string][] {
+  return entries.slice(0, 5).map((entry) => [label, entry]);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -110,6 +110,13 @@ describe('changes before add-class is sent (no worker until the changes are in)'
     expect(editCalls(h)).toBe(1); // the join link's only
     expect(h.sandbox.state().bySentName['Never Made']).toBeUndefined();
     expect(await rowOf(h, 'p-2')).toMatchObject({ state: 'cancelled', classId: null });
+
+    // Cancelled before it had a class, then created again with a higher version: it syncs as new.
+    const reopened = await publishBatchCreated(deps, { batchId: 'p-2', name: 'Made After All', subject: 'History', version: 3 });
+    expect(reopened).toMatchObject({ outcome: 'applied', duplicate: true, queued: true });
+    const back = await untilSynced(h, 'p-2');
+    expect(back).toMatchObject({ className: 'Made After All', cancelledAt: null, version: 3 });
+    expect(h.sandbox.state().bySentName['Never Made']).toBeUndefined();
   });
 });
 
@@ -152,6 +159,30 @@ describe('changes while an add-class is in doubt (its answer never comes)', () =
   });
 });
 
+describe('a reopening while the archive is in doubt', () => {
+  const { h } = useHarnessWithWorker({ env: { CLASSROOM_TIMEOUT: '3s' } });
+
+  it('the class is unarchived even though no answer said it was archived', async () => {
+    const deps = publishDepsOf(h);
+    await publishBatchCreated(deps, { batchId: 'r-1', name: 'Archive Race', subject: 'Art', version: 1 });
+    const synced = await untilSynced(h, 'r-1');
+    h.sandbox.faults.set({ ...h.sandbox.faults.config, hangMs: 60_000 });
+    h.sandbox.faults.enqueue({ operation: 'editClass', fault: 'hang' });
+    await publishBatchCreated(deps, { type: 'batch.cancelled', batchId: 'r-1', version: 2 });
+    await waitFor(() => classOf(h, synced.classId)?.archived === true || undefined, 'the archive reached the remote');
+    await publishBatchCreated(deps, { type: 'batch.updated', batchId: 'r-1', name: 'Archive Race II', version: 3 });
+    await waitFor(
+      async () => {
+        const r = await rowOf(h, 'r-1');
+        return r?.state === 'synced' && r.revision === r.appliedRevision && r.className === 'Archive Race II' ? r : undefined;
+      },
+      'reopened and synced',
+      45_000,
+    );
+    expect(classOf(h, synced.classId)).toMatchObject({ sentName: 'Archive Race II', archived: false });
+  });
+});
+
 describe('an update while an answered add-class is on its way', () => {
   const { h } = useHarnessWithWorker({ env: { CLASSROOM_TIMEOUT: '5s' } });
 
@@ -175,7 +206,7 @@ describe('an update while an answered add-class is on its way', () => {
 describe('CLASSROOM_ARCHIVE_ON_CANCEL=false', () => {
   const { h } = useHarnessWithWorker({ env: { CLASSROOM_ARCHIVE_ON_CANCEL: 'false' } });
 
-  it('a cancelled batch leaves its class visible and still ends cancelled; a cancelled batch without a class reopens as new', async () => {
+  it('a cancelled batch leaves its class visible and still ends cancelled', async () => {
     const deps = publishDepsOf(h);
     await publishBatchCreated(deps, { batchId: 'k-1', name: 'Kept Visible', subject: 'Art' });
     const synced = await untilSynced(h, 'k-1');
@@ -185,17 +216,5 @@ describe('CLASSROOM_ARCHIVE_ON_CANCEL=false', () => {
     expect(row).toMatchObject({ classId: synced.classId, archivedAt: null });
     expect(classOf(h, synced.classId)?.archived).toBe(false);
     expect(editCalls(h)).toBe(edits);
-
-    // Cancelled before it had a class, then created again with a higher version: it syncs as new.
-    await publishBatches(deps, [
-      { batchId: 'k-2', name: 'Second Thoughts', subject: 'Art', version: 1 },
-      { type: 'batch.cancelled', batchId: 'k-2', version: 2 },
-    ]);
-    expect(await rowOf(h, 'k-2')).toMatchObject({ state: 'cancelled', classId: null });
-    const reopened = await publishBatchCreated(deps, { batchId: 'k-2', name: 'Third Thoughts', subject: 'Art', version: 3 });
-    expect(reopened).toMatchObject({ outcome: 'applied', duplicate: true, queued: true });
-    const back = await untilSynced(h, 'k-2');
-    expect(back).toMatchObject({ className: 'Third Thoughts', cancelledAt: null, version: 3 });
-    expect(h.sandbox.state().bySentName['Second Thoughts']).toBeUndefined();
   });
 });

@@ -73,7 +73,7 @@ export const batchClasses = pgTable(
     nextClassName: text('next_class_name'),
     /** When the integrator cancelled the batch (null: wanted); cleared when a later event reopens it. */
     cancelledAt: ts('cancelled_at'),
-    /** When we archived its class on the remote (null: not archived by us). */
+    /** When we archived its class on the remote, or may have (a reopened batch's archive in doubt); null: not archived by us. */
     archivedAt: ts('archived_at'),
     /** Why an operator must look (needs_review), with what was seen. */
     review: jsonb('review').$type<Review>(),
