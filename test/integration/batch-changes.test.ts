@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import * as mapping from '../../src/mapping/index.ts';
 import { publishBatchCreated, publishBatches } from '../../src/intake/publish.ts';
 import { InvalidEventError } from '../../src/intake/schema.ts';
+import { jobIdFor } from '../../src/sync/keys.ts';
 import { rowOf, untilSynced } from '../helpers/batches.ts';
 import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarness, useHarnessWithWorker } from '../helpers/use-harness.ts';
@@ -23,6 +24,9 @@ describe('changes of a batch with a class (worker running)', () => {
     const edits = editCalls(h);
     const accepted = await publishBatchCreated(deps, { type: 'batch.updated', batchId: 'u-1', name: 'Algebra II', room: 'B2', version: 2 });
     expect(accepted).toMatchObject({ type: 'batch.updated', outcome: 'applied', state: 'synced', queued: true });
+    // The dashboard lists the change's own job by lane, institute, batch and change.
+    const job = await h.runtime.queue.getJob(`${jobIdFor({ instituteId: h.config.classroom.instituteId, batchId: 'u-1' })}-r1`);
+    expect(job?.name).toBe(`live · ${h.config.classroom.instituteId} · u-1 · update r1`);
     const row = await waitFor(async () => {
       const r = await rowOf(h, 'u-1');
       return r && r.appliedRevision === r.revision && r.className === 'Algebra II' ? r : undefined;
