@@ -1,6 +1,6 @@
 // Changes of recorded batches at intake: an update or a cancellation (or a created event with a
-// higher version for a batch already recorded) is applied to its row under the row's lock, its
-// audit line beside it, and the batch's sync job is queued when a run has something to do.
+// higher version for a batch already recorded) is applied to its row as it stands (decided again if a
+// sync run wrote it meanwhile), its audit line beside it, and the batch's sync job is queued when a run has something to do.
 import type { Logger } from '../logger.ts';
 import * as mapping from '../mapping/index.ts';
 import { type BatchKey, type Db, type MappingRow, TERMINAL_STATES } from '../mapping/index.ts';
@@ -10,7 +10,7 @@ import { renderClassName } from '../sync/names.ts';
 import { type SyncQueue, queueFor, syncJob } from '../sync/queue.ts';
 import { withTimeout } from '../timeout.ts';
 import { planChange } from './changes.ts';
-import type { BatchEvent, FieldProblem } from './schema.ts';
+import { type BatchEvent, type FieldProblem, typeOf } from './schema.ts';
 
 export interface ChangeDeps {
   db: Db;
@@ -32,7 +32,7 @@ export async function applyBatchChange(deps: ChangeDeps, event: BatchEvent): Pro
 }
 
 /** A run has something to do: a batch not at rest, or one at rest with a change not yet applied. */
-export function wantsRun(row: MappingRow): boolean {
+function wantsRun(row: MappingRow): boolean {
   return !TERMINAL_STATES.includes(row.state) || mapping.changeDue(row);
 }
 
@@ -81,7 +81,7 @@ export async function unknownTargets(db: Db, events: readonly BatchEvent[]): Pro
   for (const { event, index } of changes) {
     const created = createdBefore.get(keyOf(event));
     if (known.has(keyOf(event)) || (created !== undefined && created < index)) continue;
-    const reason = `is not recorded under institute ${event.instituteId}: a ${'type' in event ? event.type : 'change'} needs the batch's batch.created first`;
+    const reason = `is not recorded under institute ${event.instituteId}: a ${typeOf(event)} needs the batch's batch.created first`;
     refused.set(index, [{ field: 'batchId', reason }]);
   }
   return refused;

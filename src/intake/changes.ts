@@ -1,5 +1,5 @@
-// What a change of a recorded batch does to its row, decided from the row as it stands (locked by
-// src/mapping/apply-change.ts). The remote is never called here: a change that needs an edit-class
+// What a change of a recorded batch does to its row, decided from the row as it stands (src/mapping/
+// apply-change.ts writes the answer only while the row is still as read, else asks again). The remote is never called here: a change that needs an edit-class
 // moves the revision on, and a sync run applies it under the batch's lease.
 //
 //   no add-class sent yet   the newest values are recorded, and the run that would send the old
@@ -8,13 +8,13 @@
 //   a class exists          the run then edits (or archives) the class, and the batch keeps its state
 //   cancelled               a later created/updated event reopens it (its class is unarchived, updated)
 import type { ChangePlan, ChangeSet, MappingRow, StoredEvent } from '../mapping/index.ts';
-import type { BatchEvent } from './schema.ts';
+import { type BatchEvent, typeOf } from './schema.ts';
 
 /** States in which an operator has the batch: a change is recorded, and applied once they let it go. */
 const HELD = new Set(['needs_review', 'abandoned']);
 
 export function planChange(row: MappingRow, event: BatchEvent, renderName: (event: StoredEvent) => string): ChangePlan {
-  const type = 'type' in event ? event.type : 'batch.created';
+  const type = typeOf(event);
   if (event.version !== undefined && row.version !== null && event.version <= row.version) {
     return { kind: 'stale', detail: { type, version: event.version, lastVersion: row.version } };
   }
@@ -63,18 +63,17 @@ function update(row: MappingRow, values: StoredEvent, name: string, version: num
   if (fields.length === 0 && !reopening) return { kind: 'apply', set: { version }, audit: { type: auditType, detail } };
   // Reopened with a class: its archive may have reached the remote even if no answer said so.
   const reopen: ChangeSet = reopening ? { cancelled: null, ...(row.classId !== null ? { mayBeArchived: true } : {}) } : {};
-  const base: ChangeSet = { event: values, version, bumpRevision: true, ...reopen };
   const reopenedState = row.state === 'cancelled' ? (row.classId === null ? 'pending' : 'created') : undefined;
-  const state = reopenedState ?? row.state;
-  if (state === 'pending') {
+  const base: ChangeSet = { event: values, version, bumpRevision: true, ...reopen, ...(reopenedState ? { state: reopenedState } : {}) };
+  if ((reopenedState ?? row.state) === 'pending') {
     // Not sent yet: the create will carry these values. A run holding the old ones is fenced off.
-    const set: ChangeSet = { ...base, className: name, nextClassName: null, fenceRunner: true, ...(reopenedState ? { state: reopenedState } : {}) };
+    const set: ChangeSet = { ...base, className: name, nextClassName: null, fenceRunner: true };
     return { kind: 'apply', set, audit: { type: auditType, detail } };
   }
   // The sent name settles an add-class in doubt and names the class until an edit lands; a rename
   // already waiting (or in flight) is replaced, so the last one wins.
   const renames = name !== row.className || row.nextClassName !== null;
-  const set: ChangeSet = { ...base, nextClassName: renames ? name : null, ...(reopenedState ? { state: reopenedState } : {}) };
+  const set: ChangeSet = { ...base, nextClassName: renames ? name : null };
   return { kind: 'apply', set, audit: { type: auditType, detail: { ...detail, ...(HELD.has(row.state) ? { held: row.state } : {}) } } };
 }
 

@@ -18,6 +18,7 @@ import {
   type IntakeDefaults,
   InvalidEventError,
   parseBatchEvent,
+  typeOf,
 } from './schema.ts';
 
 export interface PublishDeps {
@@ -155,7 +156,7 @@ export async function publishParsed(deps: PublishDeps, events: readonly BatchEve
 
 async function publishChange(deps: PublishDeps, event: BatchEvent): Promise<AcceptedBatch> {
   const { outcome, row, queued } = await applyBatchChange(deps, event);
-  const type = 'type' in event ? event.type : 'batch.created';
+  const type = typeOf(event);
   return { batchId: row.batchId, instituteId: row.instituteId, type, outcome, state: row.state, duplicate: type === 'batch.created', queued };
 }
 

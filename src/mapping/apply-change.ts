@@ -37,7 +37,7 @@ export type ChangePlan =
   | { kind: 'apply'; set: ChangeSet; audit: { type: Exclude<BatchEventType, 'remote_call'>; detail: EventDetail } }
   | { kind: 'stale'; detail: EventDetail };
 
-export type ChangeResult = { status: 'missing' } | { status: 'applied' | 'stale'; row: MappingRow; before: MappingRow };
+export type ChangeResult = { status: 'missing' } | { status: 'applied' | 'stale'; row: MappingRow };
 
 /** How often a change is decided again because a sync run wrote the row in between (each try takes milliseconds). */
 const TRIES = 50;
@@ -62,7 +62,7 @@ export async function applyChange(db: Db, key: BatchKey, plan: (row: MappingRow)
     const events = sql`${eventsJson([audit])}::jsonb`;
     if (decided.kind === 'stale') {
       await execute(db, insertEvents(sql`select ${before.id}::bigint as id`, events));
-      return { status: 'stale', row: before, before };
+      return { status: 'stale', row: before };
     }
     const [written] = (
       await execute<Record<string, unknown>>(
@@ -73,7 +73,7 @@ export async function applyChange(db: Db, key: BatchKey, plan: (row: MappingRow)
             select * from updated`,
       )
     ).rows;
-    if (written) return { status: 'applied', row: decodeRow(written), before };
+    if (written) return { status: 'applied', row: decodeRow(written) };
   }
   throw new Error(`batch ${key.batchId} of institute ${key.instituteId} kept changing while a change was applied to it; nothing was recorded: send it again`);
 }

@@ -6,6 +6,7 @@
 import type { ClassChanges } from '../classroom/client.ts';
 import type { MappingRow, StoredEvent } from '../mapping/index.ts';
 import * as mapping from '../mapping/index.ts';
+import { callOnClass } from './link-steps.ts';
 import type { StepRun } from './run-handle.ts';
 
 export type ChangeStep = (run: StepRun) => Promise<void>;
@@ -71,20 +72,10 @@ export function changesOf(row: Pick<MappingRow, 'event' | 'appliedEvent' | 'next
   return changes;
 }
 
-/**
- * An edit-class of a class we created or adopted: a 404 within the read-lag window is waited for.
- * Returns the name the remote kept, when its answer shows it.
- */
+/** An edit-class of the batch's own class; the name the remote kept, when its answer shows it. */
 async function editRemote(run: StepRun, classId: string, changes: ClassChanges): Promise<string | undefined> {
-  let kept: string | undefined;
-  try {
-    ({ keptName: kept } = await run.deps.classroom.editClass(classId, changes, run.callOptions()));
-  } catch (error) {
-    run.observeLag(error);
-    throw run.lag.classGone(error, run.current.classCreatedAt, classId, 'edit-class');
-  }
-  run.observeLag();
-  return kept;
+  const { keptName } = await callOnClass(run, classId, 'edit-class', () => run.deps.classroom.editClass(classId, changes, run.callOptions()));
+  return keptName;
 }
 
 function editedEvent(run: StepRun, classId: string, fields: string[], revision: number): mapping.AuditEvent {

@@ -1,19 +1,28 @@
 // The steps after add-class: edit-class enables the join link, get-class reads it back. Both may be
 // sent again harmlessly, so a lost answer costs only a repeat.
-import type { ClassRecord } from '../classroom/schemas.ts';
 import * as mapping from '../mapping/index.ts';
 import { SyncError } from './errors.ts';
 import type { StepRun } from './run-handle.ts';
 
-export async function enableLink(run: StepRun): Promise<void> {
-  const classId = run.requireClassId();
+/**
+ * A call about the batch's own class (created or adopted by it): what it says of the remote's read
+ * lag is observed, and a 404 within the read-lag window is waited for rather than taken as gone.
+ */
+export async function callOnClass<T>(run: StepRun, classId: string, operation: 'edit-class' | 'get-class', call: () => Promise<T>): Promise<T> {
+  let answer: T;
   try {
-    await run.deps.classroom.enableJoinLink(classId, run.callOptions());
+    answer = await call();
   } catch (error) {
     run.observeLag(error);
-    throw run.lag.classGone(error, run.current.classCreatedAt, classId, 'edit-class');
+    throw run.lag.classGone(error, run.current.classCreatedAt, classId, operation);
   }
   run.observeLag();
+  return answer;
+}
+
+export async function enableLink(run: StepRun): Promise<void> {
+  const classId = run.requireClassId();
+  await callOnClass(run, classId, 'edit-class', () => run.deps.classroom.enableJoinLink(classId, run.callOptions()));
   // No write here: edit-class may be sent again, harmlessly, so this recovery point is stored with
   // the next write (synced), or by the release if the run stops before it.
   const at = new Date(run.lag.now());
@@ -24,14 +33,7 @@ export async function enableLink(run: StepRun): Promise<void> {
 
 export async function readLink(run: StepRun): Promise<void> {
   const classId = run.requireClassId();
-  let record: ClassRecord;
-  try {
-    record = await run.deps.classroom.getClass(classId, run.callOptions());
-  } catch (error) {
-    run.observeLag(error);
-    throw run.lag.classGone(error, run.current.classCreatedAt, classId, 'get-class');
-  }
-  run.observeLag();
+  const record = await callOnClass(run, classId, 'get-class', () => run.deps.classroom.getClass(classId, run.callOptions()));
   if (record._id !== classId) {
     throw new SyncError('remote_inconsistent', 'class_id_mismatch', `get-class for ${classId} answered with class ${record._id}; will read again`);
   }
