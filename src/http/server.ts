@@ -15,6 +15,7 @@ import { DASHBOARD_PATH, type Dashboard, registerDashboard } from './dashboard.t
 import { createDashboardSession } from './dashboard-session.ts';
 import { installErrorHandlers } from './errors.ts';
 import { registerHealthRoutes } from './health.ts';
+import { registerMetricsRoute } from './metrics-route.ts';
 
 /** 1,000 events with the largest allowed extra fields (8 KiB each) fit. */
 export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
@@ -89,32 +90,6 @@ function quietLevelOf(logger: Runtime['logger']): LogLevel {
   const warn = logger.levels.values.warn;
   if (warn === undefined) throw new Error('the HTTP server needs a logger with a "warn" level (pino\'s standard levels): it logs probes and scrapes at warn');
   return logger.levelVal >= warn ? (logger.level as LogLevel) : 'warn';
-}
-
-interface MetricsRouteDeps {
-  runtime: Runtime;
-  metrics: Metrics;
-  extraQueues: readonly Queue[];
-  probeTimeoutMs: number;
-  logLevel: LogLevel;
-  /** With --metrics-auth: the operator check. */
-  onRequest?: onRequestHookHandler;
-}
-
-/** GET /metrics: refreshes the scrape-time gauges, then answers in Prometheus' text format. */
-function registerMetricsRoute(app: FastifyInstance, deps: MetricsRouteDeps): void {
-  const { runtime, metrics, onRequest } = deps;
-  app.get('/metrics', { logLevel: deps.logLevel, ...(onRequest ? { onRequest } : {}) }, async (_request, reply) => {
-    await metrics.refresh({
-      db: runtime.database.db,
-      redis: runtime.redis,
-      queues: [runtime.queue, ...deps.extraQueues],
-      breakers: breakersOf(runtime.remotes),
-      accounts: runtime.config.accounts,
-      timeoutMs: deps.probeTimeoutMs,
-    });
-    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
-  });
 }
 
 interface OperatorRouteDeps {

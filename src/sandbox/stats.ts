@@ -10,6 +10,8 @@ export interface StatsSnapshot {
   byOperation: Record<string, { calls: number; outcomes: Record<string, number> }>;
   /** Per key that authenticated (by sandbox account name): its calls and their outcomes. */
   byAccount: Record<string, { calls: number; outcomes: Record<string, number> }>;
+  /** The same per key, broken down by operation: which call an account's count holds. */
+  byAccountOperation: Record<string, Record<string, { calls: number; outcomes: Record<string, number> }>>;
   faultsInjected: Record<string, number>;
 }
 
@@ -25,7 +27,11 @@ export function createStats(): CallStats {
     record(operation, outcome, injected = false, account = undefined) {
       snap.totalCalls++;
       count(snap.byOperation, operation, outcome);
-      if (account !== undefined) count(snap.byAccount, account, outcome);
+      if (account !== undefined) {
+        count(snap.byAccount, account, outcome);
+        snap.byAccountOperation[account] ??= {};
+        count(snap.byAccountOperation[account], operation, outcome);
+      }
       if (injected) snap.faultsInjected[outcome] = (snap.faultsInjected[outcome] ?? 0) + 1;
     },
     snapshot: () => structuredClone(snap),
@@ -43,5 +49,5 @@ function count(into: StatsSnapshot['byOperation'], key: string, outcome: CallOut
 }
 
 function empty(): StatsSnapshot {
-  return { totalCalls: 0, byOperation: {}, byAccount: {}, faultsInjected: {} };
+  return { totalCalls: 0, byOperation: {}, byAccount: {}, byAccountOperation: {}, faultsInjected: {} };
 }

@@ -62,6 +62,9 @@ describe('accounts', () => {
       const { name } = account;
       // Every call of an account's batches went out with its key (the remote refuses another
       // institute's key), and none was refused for the rate: no 429.
+      // Per operation, so that an extra call says which step made it.
+      const perStep = { calls: account.batches, outcomes: { ok: account.batches } };
+      expect(state.calls.byAccountOperation[name], name).toEqual({ addClass: perStep, editClass: perStep, getClass: perStep });
       expect(state.calls.byAccount[name], name).toEqual({ calls: 3 * account.batches, outcomes: { ok: 3 * account.batches } });
       // The remote's own count: never over the limit in any window, and at least 0.8 of it in one
       // (0.98 is the pace; the margin is for a CI machine running two test files side by side)
