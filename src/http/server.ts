@@ -6,7 +6,7 @@
 // ever reachable without a credential, and nothing invents one.
 import { breakersOf } from '../accounts/remotes.ts';
 import type { Queue } from 'bullmq';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type LogLevel, type onRequestHookHandler } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type LogLevel } from 'fastify';
 import type { Metrics } from '../metrics/metrics.ts';
 import { type Runtime, publishDepsOf } from '../runtime.ts';
 import { createTokenCheck, disabledWithoutToken, requireBearer, requireOperator } from './auth.ts';
