@@ -33,14 +33,26 @@ const safeToken = z
   .max(128)
   .regex(/^[A-Za-z0-9._~-]+$/, 'must be letters, digits, ".", "_", "~" or "-" (no "/", "?", "#" or spaces)');
 
+/**
+ * A value sent in an HTTP header (or, for the user id, inside one). A line break would end the
+ * header early and start another of the value's choosing; Node refuses such a header only when the
+ * first call is made, so each batch would fail then instead of the process refusing to start.
+ */
+const headerValue = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .regex(/^[^\r\n\0]*$/, 'must not contain a line break (CR or LF) or NUL: it is sent as an HTTP header value');
+
 export const classroomFields = {
   baseUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
-  userId: z.string().min(1).max(200),
+  userId: headerValue(200),
   apiKey: z.string().regex(/^[A-Za-z0-9]{32}$/, 'must be the 32-character alphanumeric key issued with the user id'),
-  xApiKey: z.string().min(1).max(500),
+  xApiKey: headerValue(500),
   instituteId: safeToken,
-  userAgent: z.string().min(1).max(300),
-  namespace: z.string().min(1).max(200),
+  userAgent: headerValue(300),
+  namespace: headerValue(200),
   namespaceHeader: z
     .string()
     .regex(/^[A-Za-z0-9-]+$/, 'must be an HTTP header name')

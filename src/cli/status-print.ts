@@ -1,5 +1,6 @@
 // What `classroom-sync status` prints (src/cli/status.ts), loaded when the command runs.
 import { breakersOf } from '../accounts/remotes.ts';
+import { maskJoinLink } from '../logger.ts';
 import type { CredentialsBreaker } from '../ratelimit/breaker.ts';
 import {
   countByAccount,
@@ -50,7 +51,10 @@ async function printRefusal(rt: Runtime, breaker: CredentialsBreaker, account: s
   if (refused) (json ? console.error : console.log)(refused);
 }
 
-/** The batch's view; for an unknown id, exit code 1 and the institutes it is known under instead. */
+/**
+ * The batch's view, its join link masked unless `--show-link`; for an unknown id, exit code 1 and
+ * the institutes it is known under instead.
+ */
 export async function printBatch(rt: Runtime, batchId: string, opts: StatusFlags): Promise<void> {
   const instituteId = opts.institute ?? rt.config.classroom.instituteId;
   const row = await findBatch(rt.database.db, { instituteId, batchId });
@@ -60,7 +64,9 @@ export async function printBatch(rt: Runtime, batchId: string, opts: StatusFlags
     return;
   }
   const view = viewOf(row);
-  console.log(opts.json ? JSON.stringify(view) : formatBatch(view, opts.showLink === true));
+  const showLink = opts.showLink === true;
+  // JSON output is pasted into tickets and chats as readily as the text: the link stays masked there too.
+  console.log(opts.json ? JSON.stringify(showLink ? view : { ...view, joinLink: maskJoinLink(view.joinLink) }) : formatBatch(view, showLink));
   // An unfinished batch that waits because its account's key is refused says so.
   const remote = rt.remotes.forInstitute(row.instituteId);
   if (remote && !TERMINAL_STATES.includes(row.state)) await printRefusal(rt, remote.breaker, remote.account.name, opts.json === true);

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { type ClassroomSettings, createClassroomClient } from '../classroom/client.ts';
 import { isClassroomError } from '../classroom/errors.ts';
 import { type Config, SANDBOX_DEFAULTS } from '../config.ts';
+import { configWarnings } from '../config-warnings.ts';
 import { checkAccounts } from './check-accounts.ts';
 import { type Finding, checkPostgres, checkRedis, formatFinding } from './preflight.ts';
 import { createCredentialsBreaker, describeBreaker } from '../ratelimit/breaker.ts';
@@ -20,7 +21,8 @@ export interface CheckOptions {
 export async function runCheck(config: Config, options: CheckOptions = {}, out: (line: string) => void = console.log): Promise<number> {
   out(options.envFile ? `settings: environment, plus ${options.envFile}` : 'settings: environment only (no .env in this directory)');
   const [postgres, redis] = await Promise.all([checkPostgres(config.databaseUrl), checkRedis(config.redisUrl)]);
-  const findings = [postgres, redis, ...(await remoteFindings(config, redis.status !== 'fail')), writePathNote(config.classroom)];
+  const warnings = configWarnings(config).map(({ subject, message }): Finding => ({ status: 'warn', subject, detail: message }));
+  const findings = [postgres, redis, ...(await remoteFindings(config, redis.status !== 'fail')), ...warnings, writePathNote(config.classroom)];
   for (const f of findings) out(formatFinding(f));
   const failed = findings.filter((f) => f.status === 'fail').length;
   out(failed === 0 ? 'all checks passed' : `${failed} check(s) failed; fix the setting named above and run \`classroom-sync check\` again`);

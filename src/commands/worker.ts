@@ -1,6 +1,7 @@
 // `classroom-sync worker`: migrations, then sync jobs and the operations surface (API, dashboard,
 // metrics, probes on PORT) until a signal; drains before exiting 0.
 import type { Config } from '../config.ts';
+import { configWarnings } from '../config-warnings.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { type HttpServer, createHttpServer } from '../http/server.ts';
 import { type Logger, processLogger } from '../logger.ts';
@@ -69,6 +70,8 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
     { workerId: runtime.workerId, concurrency: config.sync.concurrency, queuePrefix: config.queuePrefix, remote: config.classroom.baseUrl, url },
     'worker started',
   );
+  // Once per process, not per call: the setting and the fix, never a key.
+  for (const { subject, message } of configWarnings(config)) runtime.logger.warn({ warning: subject }, message);
 
   let stopping: Promise<void> | undefined;
   const stop = () =>

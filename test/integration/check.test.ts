@@ -1,9 +1,13 @@
 // `classroom-sync check` against the sandbox, which refuses exactly what the real service would:
 // the right settings pass, and each wrong one is named in plain words with a non-zero exit.
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkClassroom, runCheck } from '../../src/commands/check.ts';
-import { type Config, loadConfig } from '../../src/config.ts';
+import { type Config, SANDBOX_DEFAULTS, loadConfig } from '../../src/config.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
+import { createLogger } from '../../src/logger.ts';
 import { rowOf, untilSynced } from '../helpers/batches.ts';
 import { killAllChildren, runCli } from '../helpers/cli.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
@@ -112,6 +116,45 @@ describe('check: the command', () => {
     expect(result.stdout).toMatch(/^FAIL\s+Redis\s+cannot reach redis:\/\/127\.0\.0\.1:1/m);
     expect(result.stdout).toContain('docker compose up -d postgres redis');
     expect(result.stdout).toMatch(/^ok\s+classroom service/m);
+  });
+});
+
+describe('check: warnings about the settings', () => {
+  it('warns about an accounts file its group or others can read, not one only its owner can, without failing; a starting worker logs it once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'check-accounts-'));
+    defer(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'accounts.json');
+    const d = SANDBOX_DEFAULTS;
+    const account = { name: 'main', instituteIds: [h.config.classroom.instituteId], userId: d.CLASSROOM_USER_ID, apiKey: d.CLASSROOM_API_KEY };
+    writeFileSync(
+      file,
+      JSON.stringify({ accounts: [{ ...account, xApiKey: d.CLASSROOM_X_API_KEY, namespace: d.CLASSROOM_NAMESPACE, userAgent: d.CLASSROOM_USER_AGENT }] }),
+    );
+    const check = async (mode: number) => {
+      chmodSync(file, mode);
+      const lines: string[] = [];
+      const code = await runCheck(withEnv({ CLASSROOM_ACCOUNTS_FILE: file }), {}, (l) => lines.push(l));
+      return { code, out: lines.join('\n') };
+    };
+    const open = await check(0o644);
+    expect(open.code, open.out).toBe(0);
+    expect(open.out).toContain(`warn  accounts file      CLASSROOM_ACCOUNTS_FILE: ${file} can be read by its group and other users (mode 0644)`);
+    expect(open.out).toContain(`run \`chmod 600 ${file}\``);
+    expect(open.out).not.toContain(d.CLASSROOM_API_KEY);
+    const closed = await check(0o600);
+    expect(closed.code, closed.out).toBe(0);
+    expect(closed.out).not.toMatch(/^warn/m);
+
+    // A starting worker says the same once, at warn.
+    chmodSync(file, 0o640);
+    const lines: { level: number; msg: string; warning?: string }[] = [];
+    const logger = createLogger({ level: 'warn', destination: { write: (line: string) => void lines.push(JSON.parse(line)) } });
+    const worker = await startTestWorker(h, { CLASSROOM_ACCOUNTS_FILE: file }, { logger });
+    await worker.stop();
+    expect(lines.filter((l) => l.warning)).toEqual([
+      expect.objectContaining({ level: 40, warning: 'accounts file', msg: expect.stringMatching(/can be read by its group \(mode 0640\)/) }),
+    ]);
+    expect(JSON.stringify(lines)).not.toContain(d.CLASSROOM_API_KEY);
   });
 });
 

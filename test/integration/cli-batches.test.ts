@@ -84,7 +84,7 @@ describe('classroom-sync enqueue / status / retry', () => {
     expect(result.stderr).toMatch(/ENOENT|no such file/);
   });
 
-  it('status prints counts by state, one batch with a masked link, and JSON', async () => {
+  it('status prints counts by state, one batch with a masked link, and JSON (link masked unless --show-link)', async () => {
     const counts = JSON.parse((await runCli(['status', '--json'], { env: h.env })).stdout) as Record<string, number>;
     expect(counts.synced).toBeGreaterThanOrEqual(3);
     const one = await runCli(['status', 'cli-1'], { env: h.env });
@@ -94,6 +94,13 @@ describe('classroom-sync enqueue / status / retry', () => {
     expect(one.stdout).not.toContain(row!.joinLink!);
     const shown = await runCli(['status', 'cli-1', '--show-link'], { env: h.env });
     expect(shown.stdout).toContain(row!.joinLink!);
+    // --json masks it the same way (https://host/…(N chars)); --show-link gives it whole there too.
+    const json = await runCli(['status', 'cli-1', '--json'], { env: h.env });
+    expect(json.stdout).not.toContain(row!.joinLink!);
+    const { origin } = new URL(row!.joinLink!);
+    expect(JSON.parse(json.stdout)).toMatchObject({ batchId: 'cli-1', state: 'synced', joinLink: `${origin}/…(${row!.joinLink!.length} chars)` });
+    const jsonShown = await runCli(['status', 'cli-1', '--json', '--show-link'], { env: h.env });
+    expect(JSON.parse(jsonShown.stdout).joinLink).toBe(row!.joinLink);
     const missing = await runCli(['status', 'nope'], { env: h.env });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toBe(`batch nope is not known under institute ${h.config.classroom.instituteId}\n`);

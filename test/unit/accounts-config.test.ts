@@ -172,3 +172,31 @@ describe('accounts: CLASSROOM_ACCOUNTS_FILE', () => {
     );
   });
 });
+
+describe('header values: CR, LF and NUL are refused by name, the value never repeated', () => {
+  // Each reaches the remote in a header (the user id inside Authorization): a line break would start a header of its own.
+  const injected = 'Injected-Header: secret-7c1d';
+  const bad = [`ok\r\n${injected}`, `ok\n${injected}`, `ok\r${injected}`, `ok\u0000${injected}`];
+
+  it('in the environment', () => {
+    for (const variable of ['CLASSROOM_USER_ID', 'CLASSROOM_X_API_KEY', 'CLASSROOM_USER_AGENT', 'CLASSROOM_NAMESPACE']) {
+      for (const value of bad) {
+        const message = problemsOf({ [variable]: value });
+        expect(message).toContain(`${variable}: must not contain a line break (CR or LF) or NUL: it is sent as an HTTP header value`);
+        expect(message).not.toContain('secret-7c1d');
+      }
+    }
+    expect(loadConfig({ CLASSROOM_USER_AGENT: 'VendorIntegrations/ns (tab\tand spaces are fine)' }).classroom.userAgent).toContain('\t');
+  });
+
+  it('in the accounts file, named by account and field', () => {
+    for (const field of ['userId', 'xApiKey', 'userAgent', 'namespace']) {
+      for (const value of bad) {
+        const file = write({ accounts: [account('north', ['inst-n'], { [field]: value })] });
+        const message = problemsOf({ CLASSROOM_ACCOUNTS_FILE: file });
+        expect(message).toContain(`account "north" (accounts[0]) ${field}: must not contain a line break (CR or LF) or NUL`);
+        expect(message).not.toContain('secret-7c1d');
+      }
+    }
+  });
+});
