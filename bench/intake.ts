@@ -35,7 +35,7 @@ import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round } 
 import { argValue, benchEvents, createScratch, numberSetting, scratchPool } from './support/scratch.ts';
 
 const PER_POST = 500;
-const TOKEN = 'bench-intake-token-0123456789';
+const TOKEN = 'bench-intake-token-0123456789abcdef';
 
 async function main(): Promise<void> {
   const n = numberSetting('--events', 'BENCH_EVENTS', 20_000);

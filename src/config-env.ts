@@ -1,5 +1,6 @@
 // Every environment variable the service reads, with its default and its checks (loadConfig parses them).
 import { z } from 'zod';
+import { accessEnv } from './access/settings.ts';
 import { classroomFields as f } from './classroom/settings.ts';
 import { duration, flag, int, webhookEnv } from './config-fields.ts';
 import { redisUrlProblem } from './redis-url.ts';
@@ -77,5 +78,5 @@ export const envSchema = z.object({
   ...webhookEnv,
   PORT: int(0, 65535).default(3000),
   HOST: z.string().min(1).default('0.0.0.0'),
-  API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  ...accessEnv,
 });

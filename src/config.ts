@@ -1,5 +1,7 @@
 // The only reader of process.env. Parsed once, validated, frozen; a bad variable fails fast by name.
 import type { z } from 'zod';
+import { type AccessSettings, readAccess } from './access/settings.ts';
+import { tokenDigest } from './access/tokens.ts';
 import { resolveAccounts } from './accounts/resolve.ts';
 import type { Account } from './accounts/types.ts';
 import type { ClassroomSettings } from './classroom/settings.ts';
@@ -51,7 +53,8 @@ export interface Config {
     repairNames: boolean;
     eventsRetentionMs: number;
   }>;
-  readonly http: Readonly<{ port: number; host: string; apiToken: string | undefined }>;
+  /** PORT, HOST, and who may call them (API_TOKEN, API_CLIENTS_FILE; see src/access). */
+  readonly http: Readonly<{ port: number; host: string } & AccessSettings>;
   /** WEBHOOK_*: the default endpoint and how messages are delivered (accounts may have endpoints of their own). */
   readonly webhooks: Readonly<WebhookSettings>;
 }
@@ -100,9 +103,18 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       repairNames: e.RECONCILE_REPAIR_NAMES,
       eventsRetentionMs: e.BATCH_EVENTS_RETENTION,
     },
-    http: { port: e.PORT, host: e.HOST, apiToken: e.API_TOKEN },
+    http: { port: e.PORT, host: e.HOST, ...accessOf(e) },
     webhooks: webhooksOf(e),
   });
+}
+
+function accessOf(e: Parsed): AccessSettings {
+  const result = readAccess(e.API_CLIENTS_FILE);
+  if (!result.ok) throw new ConfigError(result.problems.map((reason) => ({ variable: 'API_CLIENTS_FILE', reason })));
+  const digest = e.API_TOKEN === undefined ? undefined : tokenDigest(e.API_TOKEN);
+  const same = result.fileClients.find((client) => client.digest === digest);
+  if (same) throw new ConfigError([{ variable: 'API_TOKEN', reason: `is also the token of client "${same.name}" in API_CLIENTS_FILE; give each its own` }]);
+  return { apiToken: e.API_TOKEN, clientsFile: e.API_CLIENTS_FILE, fileClients: result.fileClients, trustProxy: e.TRUST_PROXY };
 }
 
 function webhooksOf(e: Parsed): WebhookSettings {

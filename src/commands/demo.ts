@@ -108,7 +108,12 @@ export function demoSettings(config: Config, options: { port?: number } = {}): D
     // The built-in sandbox shows every write at once (no replica lag), so the demo need not wait
     // SYNC_READ_LAG's production default before believing an empty listing.
     sync: { ...config.sync, readLagMs: Math.min(config.sync.readLagMs, config.sync.settleMs, 2_000) },
-    http: { port: options.port ?? config.http.port, host: '127.0.0.1', apiToken: config.http.apiToken ?? randomBytes(24).toString('base64url') },
+    http: {
+      ...config.http,
+      port: options.port ?? config.http.port,
+      host: '127.0.0.1',
+      apiToken: config.http.apiToken ?? randomBytes(24).toString('base64url'),
+    },
   };
 }
 

@@ -1,23 +1,27 @@
-// Who may call the API and open the dashboard: whoever holds API_TOKEN. Programs send it as
-// `Authorization: Bearer <token>`; a browser signs in to the dashboard with HTTP Basic (any user
-// name, the token as password), and then holds a session cookie for the page's own requests.
-import { createHash, timingSafeEqual } from 'node:crypto';
+// Who may call the API and open the dashboard: the API clients (API_CLIENTS_FILE, and API_TOKEN as
+// one admin). Programs send a token as `Authorization: Bearer <token>`; a browser signs in to the
+// dashboard with HTTP Basic (any user name, the token as password), and then holds a session
+// cookie for the page's own requests. What each client may do is its role's (src/access/roles.ts).
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { ClientDirectory } from '../access/directory.ts';
+import { type ApiClient, type Capability, may, rolesWith } from '../access/roles.ts';
+import type { AuthThrottle } from './auth-throttle.ts';
 import type { DashboardSession } from './dashboard-session.ts';
 
 export const REALM = 'classroom-sync';
 
-/**
- * Compares candidates with the token in constant time. Both sides are hashed first so the
- * compared buffers always have equal length and a candidate's length says nothing.
- */
-export function createTokenCheck(token: string): (candidate: string | undefined) => boolean {
-  const expected = digest(token);
-  return (candidate) => candidate !== undefined && timingSafeEqual(digest(candidate), expected);
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the authentication hooks below; null on routes that need none. */
+    apiClient: ApiClient | null;
+  }
 }
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
+/** What signs a request in: the clients, the failed-sign-in throttle, and (dashboard) its sessions. */
+export interface Gate {
+  directory: ClientDirectory;
+  throttle: AuthThrottle;
+  session?: DashboardSession;
 }
 
 /** What the Authorization header carries: a bearer token, Basic credentials (the password, if it had a colon), or nothing usable. */
@@ -38,44 +42,87 @@ export function presentedCredentials(header: string | undefined): Presented {
   return { scheme: 'other' };
 }
 
-/** `/v1/*`: Bearer only; 401 JSON otherwise. */
-export function requireBearer(check: (candidate: string | undefined) => boolean): onRequestHookHandler {
+/** `/v1/*`: Bearer only; 401 JSON otherwise, 429 once the address has failed too often. */
+export function requireClient(gate: Gate): onRequestHookHandler {
   return async (request, reply) => {
+    if (await throttled(gate, request, reply)) return reply;
     const presented = presentedCredentials(request.headers.authorization);
-    if (presented.scheme === 'bearer' && check(presented.secret)) return;
-    logRefusal(request, presented);
+    const client = presented.scheme === 'bearer' ? gate.directory.byToken(presented.secret) : undefined;
+    if (client) {
+      request.apiClient = client;
+      return;
+    }
+    await refuse(gate, request, presented);
     return reply
       .code(401)
       .header('www-authenticate', `Bearer realm="${REALM}"`)
-      .send({ error: 'unauthorized', message: 'send the API token as "Authorization: Bearer <API_TOKEN>"' });
+      .send({ error: 'unauthorized', message: 'send an API client\'s token as "Authorization: Bearer <token>"' });
   };
 }
 
 /**
- * `/admin/queues`: Bearer, Basic, or the dashboard's session cookie (see dashboard-session.ts). A
- * 401 carries a Basic challenge so a browser shows its sign-in dialog. Because a browser resends
- * Basic credentials and cookies on its own, requests that change something must come from the
- * dashboard's own pages (same origin), or another site could make a signed-in browser retry or
- * delete jobs.
+ * The dashboard (and /metrics with --metrics-auth): Bearer, Basic, or the dashboard's session
+ * cookie. A 401 carries a Basic challenge so a browser shows its sign-in dialog. Looking needs
+ * `dashboard:view`; any other method `dashboard:act`. Because a browser resends Basic credentials
+ * and cookies on its own, requests that change something must come from the dashboard's own pages
+ * (same origin), or another site could make a signed-in browser retry or delete jobs.
  */
-export function requireOperator(check: (candidate: string | undefined) => boolean, session?: DashboardSession): onRequestHookHandler {
+export function requireDashboard(gate: Gate): onRequestHookHandler {
   return async (request, reply) => {
+    if (await throttled(gate, request, reply)) return reply;
     const presented = presentedCredentials(request.headers.authorization);
-    const byCredential = (presented.scheme === 'bearer' || presented.scheme === 'basic') && check(presented.secret);
-    const bySession = !byCredential && session?.verify(request.headers.cookie) === true;
-    if (!byCredential && !bySession) {
-      logRefusal(request, presented);
+    const byCredential = presented.scheme === 'bearer' || presented.scheme === 'basic' ? gate.directory.byToken(presented.secret) : undefined;
+    const client = byCredential ?? gate.session?.verify(request.headers.cookie);
+    if (!client) {
+      await refuse(gate, request, presented);
       return reply
         .code(401)
         .header('www-authenticate', `Basic realm="${REALM}", charset="UTF-8"`)
         .type('text/plain; charset=utf-8')
-        .send('Sign in with any user name and the API token as password.\n');
+        .send('Sign in with any user name and your API token as password.\n');
     }
-    if ((presented.scheme === 'basic' || bySession) && !isSafeMethod(request.method) && isCrossSite(request)) {
+    request.apiClient = client;
+    const needed: Capability = isSafeMethod(request.method) ? 'dashboard:view' : 'dashboard:act';
+    if (!may(client, needed)) return forbidden(reply, client, needed);
+    if ((presented.scheme === 'basic' || !byCredential) && !isSafeMethod(request.method) && isCrossSite(request)) {
       request.log.warn({ origin: request.headers.origin }, 'refused a cross-site dashboard change');
       return reply.code(403).send({ error: 'forbidden', message: 'dashboard changes must come from the dashboard itself' });
     }
   };
+}
+
+const DOING: Record<Capability, string> = {
+  publish: 'publish batch events',
+  read: 'read batches',
+  'dashboard:view': 'open the dashboard',
+  'dashboard:act': 'change anything from the dashboard',
+};
+
+/** 403 naming the client, its role, and the roles that may. */
+export function forbidden(reply: FastifyReply, client: ApiClient, capability: Capability): FastifyReply {
+  const roles = rolesWith(capability).join(' or ');
+  return reply.code(403).send({
+    error: 'forbidden',
+    message: `client "${client.name}" (role ${client.role}) may not ${DOING[capability]}: that needs the ${roles} role`,
+  });
+}
+
+async function throttled(gate: Gate, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+  const retryAfter = await gate.throttle.retryAfter(request.ip);
+  if (retryAfter === undefined) return false;
+  reply
+    .code(429)
+    .header('retry-after', String(retryAfter))
+    .send({ error: 'too_many_failures', message: `too many failed sign-ins from this address; try again in ${retryAfter} s` });
+  return true;
+}
+
+async function refuse(gate: Gate, request: FastifyRequest, presented: Presented): Promise<void> {
+  // The scheme is enough to debug a client; the credential itself never reaches a log.
+  request.log.info({ scheme: presented.scheme }, presented.scheme === 'none' ? 'no credentials; 401' : 'wrong credentials; 401');
+  // A request with no credentials guesses nothing (a browser's first visit is one): only a wrong
+  // credential counts.
+  if (presented.scheme !== 'none') await gate.throttle.failed(request.ip);
 }
 
 function isSafeMethod(method: string): boolean {
@@ -94,15 +141,10 @@ function isCrossSite(request: FastifyRequest): boolean {
   }
 }
 
-function logRefusal(request: FastifyRequest, presented: Presented): void {
-  // The scheme is enough to debug a client; the credential itself never reaches a log.
-  request.log.info({ scheme: presented.scheme }, presented.scheme === 'none' ? 'no credentials; 401' : 'wrong credentials; 401');
-}
-
-/** For routes that need the token when none is configured: say so instead of pretending they do not exist. */
-export function disabledWithoutToken(_request: FastifyRequest, reply: FastifyReply): FastifyReply {
+/** For routes that need a client when none is configured: say so instead of pretending they do not exist. */
+export function disabledWithoutClients(_request: FastifyRequest, reply: FastifyReply): FastifyReply {
   return reply.code(503).send({
     error: 'api_disabled',
-    message: 'API_TOKEN is not set, so the batch API and the queue dashboard are off; set API_TOKEN (16+ characters) and restart',
+    message: 'no API client is configured, so the batch API and the queue dashboard are off; set API_TOKEN (32+ characters) or API_CLIENTS_FILE and restart',
   });
 }

@@ -52,7 +52,9 @@ export function problemsOf(error: z.ZodError): Problem[] {
   });
 }
 
-export async function listMappings(db: Db, query: ListQuery) {
-  const page = await listBatches(db, { state: query.state, instituteId: query.instituteId }, { limit: query.limit, afterId: query.cursor });
+/** A page of `query`, within `instituteIds` (a client's scope; undefined: every institute). */
+export async function listMappings(db: Db, query: ListQuery, instituteIds?: readonly string[]) {
+  const filter = { state: query.state, instituteId: query.instituteId, instituteIds };
+  const page = await listBatches(db, filter, { limit: query.limit, afterId: query.cursor });
   return { rows: page.rows, nextCursor: page.nextAfterId === null ? null : encodeCursor(page.nextAfterId) };
 }

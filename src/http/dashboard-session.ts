@@ -4,33 +4,42 @@
 // stays on "Loading". So a signed-in page request also gets a session cookie, and a tiny script at
 // the top of the page reloads it at the same address without the credentials; the cookie carries on.
 //
-// The cookie is not the token: it is an expiry time and an HMAC of it keyed by the token, so it
-// expires by itself, cannot be turned back into the token, and dies when the token changes.
+// The cookie is not the token: it is the client's name, an expiry time and an HMAC of both keyed by
+// the client's token digest, so it expires by itself, cannot be turned back into the token, and
+// dies when the client's token changes or the client is removed. The role is looked up at each
+// request, so a changed role takes effect at once.
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { ClientDirectory } from '../access/directory.ts';
+import type { ApiClient } from '../access/roles.ts';
 
 export const SESSION_COOKIE = 'classroom_sync_dashboard';
 export const SESSION_TTL_SECONDS = 12 * 3600;
 
 export interface DashboardSession {
-  /** A Set-Cookie value for a fresh session, scoped to `path`. */
-  issue(path: string, secure: boolean): string;
-  /** Whether the request's Cookie header holds a session this token issued and that has not expired. */
-  verify(cookieHeader: string | undefined): boolean;
+  /** A Set-Cookie value for a fresh session of this client, scoped to `path`. */
+  issue(client: ApiClient, path: string, secure: boolean): string;
+  /** The client whose unexpired session the request's Cookie header holds, if any. */
+  verify(cookieHeader: string | undefined): ApiClient | undefined;
 }
 
-export function createDashboardSession(token: string, now: () => number = Date.now): DashboardSession {
-  const sign = (expires: string) => createHmac('sha256', token).update(`dashboard-session:${expires}`).digest('base64url');
+export function createDashboardSession(directory: ClientDirectory, now: () => number = Date.now): DashboardSession {
+  const sign = (digest: string, name: string, expires: string) =>
+    createHmac('sha256', digest).update(`dashboard-session:${name}:${expires}`).digest('base64url');
   return {
-    issue(path, secure) {
+    issue(client, path, secure) {
+      const known = directory.byName(client.name);
+      if (!known) throw new Error(`client "${client.name}" is not in the directory; cannot issue its session`);
       const expires = String(Math.floor(now() / 1000) + SESSION_TTL_SECONDS);
       const attributes = [`Path=${path}`, `Max-Age=${SESSION_TTL_SECONDS}`, 'HttpOnly', 'SameSite=Strict', ...(secure ? ['Secure'] : [])];
-      return [`${SESSION_COOKIE}=${expires}.${sign(expires)}`, ...attributes].join('; ');
+      return [`${SESSION_COOKIE}=${client.name}.${expires}.${sign(known.digest, client.name, expires)}`, ...attributes].join('; ');
     },
     verify(cookieHeader) {
       const value = cookieValue(cookieHeader, SESSION_COOKIE);
-      const [, expires, signature] = /^(\d{1,12})\.([\w-]{43})$/.exec(value ?? '') ?? [];
-      if (expires === undefined || signature === undefined || Number(expires) * 1000 <= now()) return false;
-      return timingSafeEqual(Buffer.from(signature), Buffer.from(sign(expires)));
+      const [, name, expires, signature] = /^([A-Za-z0-9_.-]{1,64})\.(\d{1,12})\.([\w-]{43})$/.exec(value ?? '') ?? [];
+      if (name === undefined || expires === undefined || signature === undefined || Number(expires) * 1000 <= now()) return undefined;
+      const known = directory.byName(name);
+      if (!known) return undefined;
+      return timingSafeEqual(Buffer.from(signature), Buffer.from(sign(known.digest, name, expires))) ? known.client : undefined;
     },
   };
 }

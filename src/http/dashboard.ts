@@ -9,6 +9,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import { may } from '../access/roles.ts';
 import type { Db } from '../db/client.ts';
 import type { BatchKey } from '../sync/keys.ts';
 import { type SyncQueue, bothQueues } from '../sync/queue.ts';
@@ -71,7 +72,7 @@ export async function registerDashboard(app: FastifyInstance, deps: DashboardDep
     scope.addHook('onRequest', deps.authenticate);
     scope.addHook('onRequest', async (request, reply) => issueSession(deps.session, request, reply));
     scope.addHook('preHandler', async (request, reply) => retryBridge(deps, request, reply));
-    scope.addHook('onSend', async (_request, reply, payload) => servedOffline(reply, payload));
+    scope.addHook('onSend', async (request, reply, payload) => readOnlyFor(request, servedOffline(reply, payload)));
     scope.get(DROP_CREDENTIALS_SCRIPT, async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(DROP_URL_CREDENTIALS_JS));
     await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
   });
@@ -80,10 +81,25 @@ export async function registerDashboard(app: FastifyInstance, deps: DashboardDep
 
 /** A browser signed in with Basic gets a session cookie, so its page's own requests stay signed in. */
 async function issueSession(session: DashboardSession, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  if (request.method !== 'GET' || presentedCredentials(request.headers.authorization).scheme !== 'basic') return;
-  // Signed in by now: the Basic password was the token, or the cookie was already good.
-  if (session.verify(request.headers.cookie)) return;
-  reply.header('set-cookie', session.issue(DASHBOARD_PATH, request.protocol === 'https'));
+  const client = request.apiClient;
+  if (!client || request.method !== 'GET' || presentedCredentials(request.headers.authorization).scheme !== 'basic') return;
+  // Signed in by now: the Basic password was a client's token, or the cookie was already good.
+  if (session.verify(request.headers.cookie)?.name === client.name) return;
+  // `protocol` is the original request's when TRUST_PROXY believes the proxy's X-Forwarded-Proto.
+  reply.header('set-cookie', session.issue(client, DASHBOARD_PATH, request.protocol === 'https'));
+}
+
+/**
+ * A client that may only look gets Bull Board's own read-only mode: its page offers no buttons that
+ * would answer 403. Bull Board's read-only mode is per queue, not per user, so the queue list is
+ * rewritten for such a client; the 403s themselves come from the sign-in hook (auth.ts).
+ */
+function readOnlyFor(request: FastifyRequest, payload: unknown): unknown {
+  const client = request.apiClient;
+  if (!client || may(client, 'dashboard:act') || typeof payload !== 'string' || request.routeOptions.url !== API) return payload;
+  const body = JSON.parse(payload) as { queues?: Record<string, unknown>[] };
+  for (const queue of body.queues ?? []) Object.assign(queue, { readOnlyMode: true, allowRetries: false, allowCompletedRetries: false });
+  return JSON.stringify(body);
 }
 
 /**

@@ -9,7 +9,10 @@ import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type LogLevel } from 'fastify';
 import type { Metrics } from '../metrics/metrics.ts';
 import { type Runtime, publishDepsOf } from '../runtime.ts';
-import { createTokenCheck, disabledWithoutToken, requireBearer, requireOperator } from './auth.ts';
+import { createClientDirectory } from '../access/directory.ts';
+import { type TrustProxy, clientsOf } from '../access/settings.ts';
+import { type Gate, disabledWithoutClients, requireClient, requireDashboard } from './auth.ts';
+import { createAuthThrottle } from './auth-throttle.ts';
 import { registerBatchRoutes } from './batches.ts';
 import { DASHBOARD_PATH, type Dashboard, registerDashboard } from './dashboard.ts';
 import { createDashboardSession } from './dashboard-session.ts';
@@ -44,13 +47,13 @@ export interface HttpServer {
 
 export async function createHttpServer(options: HttpServerOptions): Promise<HttpServer> {
   const { runtime, metrics } = options;
-  const token = runtime.config.http.apiToken;
+  const directory = createClientDirectory(clientsOf(runtime.config.http));
   // Shared with the /metrics route and the dashboard: addQueue() appends to it after start.
   // The background queue (operator work, backfill) is shown beside the sync queue.
   const extraQueues: Queue[] = [runtime.queue.background, ...(options.extraQueues ?? [])];
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
   const probeTimeoutMs = options.probeTimeoutMs ?? 1_500;
-  if (options.metricsAuth && !token) throw new Error('metrics authentication needs API_TOKEN to be set');
+  if (options.metricsAuth && directory.size === 0) throw new Error('metrics authentication needs API_TOKEN or API_CLIENTS_FILE to be set');
 
   const logger = runtime.logger.child({ component: 'http' });
   const quietLevel = quietLevelOf(logger);
@@ -60,6 +63,11 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
     bodyLimit: 64 * 1024,
     // Idle keep-alive sockets are closed on close(), so shutdown never waits on a browser tab.
     forceCloseConnections: 'idle',
+    // TRUST_PROXY: whose X-Forwarded-For and X-Forwarded-Proto to believe (the throttle counts by
+    // address; the session cookie is Secure when the original request was https).
+    trustProxy: fastifyTrustProxy(runtime.config.http.trustProxy),
+    // Intake accepts 200-character batch ids; URL-encoded, each character may take up to 12.
+    maxParamLength: 2_400,
   });
   installErrorHandlers(app, { bodyLimitBytes });
   registerHealthRoutes(app, {
@@ -69,17 +77,22 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
     timeoutMs: probeTimeoutMs,
     logLevel: quietLevel,
   });
-  const check = token ? createTokenCheck(token) : undefined;
-  const metricsGuard = options.metricsAuth && check ? { onRequest: requireOperator(check) } : {};
+  const gate: Gate = { directory, throttle: createAuthThrottle(runtime.redis, runtime.config.queuePrefix) };
+  const metricsGuard = options.metricsAuth ? { onRequest: requireDashboard(gate) } : {};
   registerMetricsRoute(app, { runtime, metrics, extraQueues, probeTimeoutMs, logLevel: quietLevel, ...metricsGuard });
   let dashboard: Dashboard | undefined;
-  if (check && token) {
-    dashboard = await registerOperatorRoutes(app, runtime, { token, check, extraQueues, bodyLimitBytes });
+  if (directory.size > 0) {
+    dashboard = await registerOperatorRoutes(app, runtime, { gate, extraQueues, bodyLimitBytes });
   } else {
-    runtime.logger.warn('API_TOKEN is not set: serving only /healthz, /readyz and /metrics; the batch API and dashboard answer 503');
-    for (const url of ['/v1/*', DASHBOARD_PATH, `${DASHBOARD_PATH}/*`]) app.all(url, disabledWithoutToken);
+    runtime.logger.warn('neither API_TOKEN nor API_CLIENTS_FILE is set: serving only /healthz, /readyz and /metrics; the batch API and dashboard answer 503');
+    for (const url of ['/v1/*', DASHBOARD_PATH, `${DASHBOARD_PATH}/*`]) app.all(url, disabledWithoutClients);
   }
   return serverHandle(app, runtime.config.http, extraQueues, dashboard);
+}
+
+/** Fastify's types leave out a hop count, which it takes as "the nearest N proxies": so spelled. */
+function fastifyTrustProxy(trust: TrustProxy): boolean | string[] | ((address: string, hop: number) => boolean) {
+  return typeof trust === 'number' ? (_address, hop) => hop < trust : trust;
 }
 
 /**
@@ -93,17 +106,16 @@ function quietLevelOf(logger: Runtime['logger']): LogLevel {
 }
 
 interface OperatorRouteDeps {
-  token: string;
-  check: (candidate: string | undefined) => boolean;
+  gate: Gate;
   extraQueues: readonly Queue[];
   bodyLimitBytes: number;
 }
 
-/** The batch API under /v1 (bearer token) and the dashboard (token or its session cookie); resolves with the dashboard. */
+/** The batch API under /v1 (a client's bearer token) and the dashboard (a token or its session cookie); resolves with the dashboard. */
 async function registerOperatorRoutes(app: FastifyInstance, runtime: Runtime, deps: OperatorRouteDeps): Promise<Dashboard> {
   const { config } = runtime;
   await app.register(async (api) => {
-    api.addHook('onRequest', requireBearer(deps.check));
+    api.addHook('onRequest', requireClient(deps.gate));
     // Events are JSON; a text body is a client mistake worth a 415, not a "must be an object".
     api.removeContentTypeParser('text/plain');
     registerBatchRoutes(api, {
@@ -112,12 +124,12 @@ async function registerOperatorRoutes(app: FastifyInstance, runtime: Runtime, de
       bodyLimitBytes: deps.bodyLimitBytes,
     });
   });
-  const session = createDashboardSession(deps.token);
+  const session = createDashboardSession(deps.gate.directory);
   return registerDashboard(app, {
     db: runtime.database.db,
     syncQueue: runtime.queue,
     extraQueues: deps.extraQueues,
-    authenticate: requireOperator(deps.check, session),
+    authenticate: requireDashboard({ ...deps.gate, session }),
     session,
   });
 }

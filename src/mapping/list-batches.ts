@@ -6,6 +6,8 @@ import type { BatchState, MappingRow } from './types.ts';
 export interface BatchFilter {
   state?: BatchState | undefined;
   instituteId?: string | undefined;
+  /** Only these institutes (an API client's scope); an empty list matches nothing. */
+  instituteIds?: readonly string[] | undefined;
   batchIds?: readonly string[] | undefined;
 }
 
@@ -22,6 +24,7 @@ export async function listBatches(
   const where: SQL[] = [];
   if (filter.state) where.push(eq(batchClasses.state, filter.state));
   if (filter.instituteId) where.push(eq(batchClasses.instituteId, filter.instituteId));
+  if (filter.instituteIds) where.push(inArray(batchClasses.instituteId, [...filter.instituteIds]));
   if (filter.batchIds) where.push(inArray(batchClasses.batchId, [...filter.batchIds]));
   if (page.afterId !== undefined) where.push(gt(batchClasses.id, page.afterId));
   const rows = await db
