@@ -67,7 +67,8 @@ export function requireClient(gate: Gate): onRequestHookHandler {
  * and cookies on its own, requests that change something must come from the dashboard's own pages
  * (same origin), or another site could make a signed-in browser retry or delete jobs.
  */
-export function requireDashboard(gate: Gate): onRequestHookHandler {
+/** `what` names the route in a 403 ("open the dashboard" by default). */
+export function requireDashboard(gate: Gate, what?: string): onRequestHookHandler {
   return async (request, reply) => {
     if (await throttled(gate, request, reply)) return reply;
     const presented = presentedCredentials(request.headers.authorization);
@@ -83,7 +84,7 @@ export function requireDashboard(gate: Gate): onRequestHookHandler {
     }
     request.apiClient = client;
     const needed: Capability = isSafeMethod(request.method) ? 'dashboard:view' : 'dashboard:act';
-    if (!may(client, needed)) return forbidden(reply, client, needed);
+    if (!may(client, needed)) return forbidden(reply, client, needed, needed === 'dashboard:view' ? what : undefined);
     if ((presented.scheme === 'basic' || !byCredential) && !isSafeMethod(request.method) && isCrossSite(request)) {
       request.log.warn({ origin: request.headers.origin }, 'refused a cross-site dashboard change');
       return reply.code(403).send({ error: 'forbidden', message: 'dashboard changes must come from the dashboard itself' });
@@ -99,11 +100,11 @@ const DOING: Record<Capability, string> = {
 };
 
 /** 403 naming the client, its role, and the roles that may. */
-export function forbidden(reply: FastifyReply, client: ApiClient, capability: Capability): FastifyReply {
+export function forbidden(reply: FastifyReply, client: ApiClient, capability: Capability, doing = DOING[capability]): FastifyReply {
   const roles = rolesWith(capability).join(' or ');
   return reply.code(403).send({
     error: 'forbidden',
-    message: `client "${client.name}" (role ${client.role}) may not ${DOING[capability]}: that needs the ${roles} role`,
+    message: `client "${client.name}" (role ${client.role}) may not ${doing}: that needs the ${roles} role`,
   });
 }
 

@@ -78,7 +78,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
     logLevel: quietLevel,
   });
   const gate: Gate = { directory, throttle: createAuthThrottle(runtime.redis, runtime.config.queuePrefix) };
-  const metricsGuard = options.metricsAuth ? { onRequest: requireDashboard(gate) } : {};
+  const metricsGuard = options.metricsAuth ? { onRequest: requireDashboard(gate, 'scrape /metrics') } : {};
   registerMetricsRoute(app, { runtime, metrics, extraQueues, probeTimeoutMs, logLevel: quietLevel, ...metricsGuard });
   let dashboard: Dashboard | undefined;
   if (directory.size > 0) {

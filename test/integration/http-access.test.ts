@@ -9,7 +9,7 @@ import { type TestClient, writeClientsFile } from '../helpers/clients.ts';
 import { publishDepsOf } from '../helpers/harness.ts';
 import { useHarnessWithWorker } from '../helpers/use-harness.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
-import { basic, call, useTestWorker } from './http-helpers.ts';
+import { basic, call, startTestWorker, useTestWorker } from './http-helpers.ts';
 
 const NORTH = 'inst-north';
 const SOUTH = 'inst-south';
@@ -137,6 +137,21 @@ describe('who may do what', () => {
       call(`${w.url}/admin/queues`, { headers: { ...basic('me', clientsFile.tokens.root!), 'x-forwarded-proto': proto, ...from() } });
     expect((await signIn('https')).headers.get('set-cookie')).toMatch(/; Secure$/);
     expect((await signIn('http')).headers.get('set-cookie')).not.toMatch(/Secure/);
+  });
+});
+
+describe('/metrics with --metrics-auth', () => {
+  it('lets operators and admins scrape; publishers and readers get 403, no token 401', async () => {
+    const guarded = await startTestWorker(scope.h, { API_CLIENTS_FILE: clientsFile.path, TRUST_PROXY: '127.0.0.1' }, { metricsAuth: true });
+    scope.defer(() => guarded.stop());
+    const scrape = async (headers: Record<string, string>) => (await call(`${guarded.url}/metrics`, { headers: { ...headers, ...from() } })).status;
+    expect(await scrape({})).toBe(401);
+    expect(await scrape(bearer('north-lms'))).toBe(403);
+    expect(await scrape(bearer('north-reports'))).toBe(403);
+    const refused = await call(`${guarded.url}/metrics`, { headers: { ...bearer('north-reports'), ...from() } });
+    expect(refused.body.message).toBe('client "north-reports" (role reader) may not scrape /metrics: that needs the operator or admin role');
+    expect(await scrape(bearer('ops-desk'))).toBe(200);
+    expect(await scrape(basic('prometheus', clientsFile.tokens.root!))).toBe(200);
   });
 });
 
