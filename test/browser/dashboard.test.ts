@@ -5,10 +5,11 @@
 // under test-results/.
 import { mkdirSync } from 'node:fs';
 import { type Browser, type BrowserContext, chromium } from 'playwright-core';
-import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { WorkerProcess } from '../../src/commands/worker.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { rowOf, untilSynced } from '../helpers/batches.ts';
+import { writeClientsFile } from '../helpers/clients.ts';
 import { waitFor } from '../helpers/harness.ts';
 import { chromiumPath } from '../helpers/tools.ts';
 import { useHarness } from '../helpers/use-harness.ts';
@@ -37,13 +38,16 @@ try {
 }
 
 const harness = useHarness({ enabled: executablePath !== undefined });
+const clients = writeClientsFile([{ name: 'on-call', role: 'operator' }]);
+afterAll(() => clients.remove());
 const { h } = harness;
 let w: WorkerProcess;
 let browser: Browser;
 
 beforeAll(async () => {
   if (executablePath === undefined) return;
-  const worker = await startTestWorker(h);
+  // API_TOKEN (an admin) signs in the first tests; the file's operator the read-only one.
+  const worker = await startTestWorker(h, { API_CLIENTS_FILE: clients.path });
   w = worker;
   harness.defer(() => worker.stop());
   const launched = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
@@ -153,6 +157,28 @@ describe('queue dashboard in a browser', () => {
       await jobCard(page, jobOf('ui-fail-1'), 'batch-sync-background').scrollIntoViewIfNeeded();
       await page.screenshot({ path: `${SHOTS}/dashboard-after-retry.png`, fullPage: true });
       traffic.expectOnlyLocal();
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('shows an operator the failed jobs with no retry, clean or pause button (read-only), and the server refuses the change anyway', async () => {
+    // Runs after the sign-in test, which leaves ui-fail-2 failed.
+    const context = await browser.newContext({
+      httpCredentials: { username: 'me', password: clients.tokens['on-call']! },
+      viewport: { width: 1400, height: 900 },
+    });
+    const page = await context.newPage();
+    try {
+      expect((await page.goto(`${w.url}/admin/queues/queue/batch-sync?status=failed`))?.status()).toBe(200);
+      await jobCard(page, jobOf('ui-fail-2')).waitFor();
+      await page.screenshot({ path: `${SHOTS}/dashboard-operator-read-only.png` });
+      expect(await retryButton(page, jobOf('ui-fail-2')).count()).toBe(0);
+      expect(await page.getByRole('button', { name: /retry all|clean all|pause/i }).count()).toBe(0);
+      // What the page no longer offers, the server refuses: the page's own request, with its cookie.
+      const status = await page.evaluate(async (url) => (await fetch(url, { method: 'PUT' })).status, `${w.url}/admin/queues/api/queues/batch-sync/pause`);
+      expect(status).toBe(403);
+      expect(await w.runtime.queue.isPaused()).toBe(false);
     } finally {
       await context.close();
     }
