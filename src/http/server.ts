@@ -70,6 +70,8 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
     maxParamLength: 2_400,
   });
   installErrorHandlers(app, { bodyLimitBytes });
+  // Declared up front (Fastify keeps one request shape); the authentication hooks set it.
+  app.decorateRequest('apiClient', null);
   registerHealthRoutes(app, {
     redis: runtime.redis,
     database: runtime.database,
