@@ -3,6 +3,7 @@ import type { Queue } from 'bullmq';
 import type { FastifyInstance, LogLevel, onRequestHookHandler } from 'fastify';
 import { breakersOf } from '../accounts/remotes.ts';
 import type { Metrics } from '../metrics/metrics.ts';
+import { createScrapeGuard } from '../metrics/scrape-guard.ts';
 import type { Runtime } from '../runtime.ts';
 
 export interface MetricsRouteDeps {
@@ -15,18 +16,28 @@ export interface MetricsRouteDeps {
   onRequest?: onRequestHookHandler;
 }
 
-/** GET /metrics: refreshes the scrape-time gauges, then answers in Prometheus' text format. */
+/**
+ * GET /metrics: refreshes the scrape-time gauges, then answers in Prometheus' text format. However
+ * many scrapes arrive, they share answers and the database is read on a connection of the route's
+ * own, at most once per SCRAPE_REUSE_MS (scrape-guard.ts); the connection closes with the server.
+ */
 export function registerMetricsRoute(app: FastifyInstance, deps: MetricsRouteDeps): void {
   const { runtime, metrics, onRequest } = deps;
-  app.get('/metrics', { logLevel: deps.logLevel, ...(onRequest ? { onRequest } : {}) }, async (_request, reply) => {
-    await metrics.refresh({
-      db: runtime.database.db,
+  const scrape = createScrapeGuard({
+    refresh: (sources, only) => metrics.refresh(sources, only),
+    render: () => metrics.registry.metrics(),
+    databaseUrl: runtime.config.databaseUrl,
+    sources: () => ({
       redis: runtime.redis,
       queues: [runtime.queue, ...deps.extraQueues],
       breakers: breakersOf(runtime.remotes),
       accounts: runtime.config.accounts,
-      timeoutMs: deps.probeTimeoutMs,
-    });
-    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    }),
+    timeoutMs: deps.probeTimeoutMs,
+  });
+  app.addHook('onClose', () => scrape.close());
+  app.get('/metrics', { logLevel: deps.logLevel, ...(onRequest ? { onRequest } : {}) }, async (_request, reply) => {
+    const body = await scrape.answer();
+    return reply.type(metrics.registry.contentType).send(body);
   });
 }

@@ -5,7 +5,8 @@
 //   - events pushed while work happens: remote calls (RemoteObservers.afterCall), rate-limit
 //     waits, sync job results, state transitions, reconciliation runs;
 //   - values read at scrape time (`refresh`): batches by state from Postgres, job counts from
-//     BullMQ. Reading them per scrape keeps every process's answer true for the whole fleet;
+//     BullMQ. Reading them at scrape time keeps every process's answer true for the whole fleet
+//     (/metrics shares its answers and reads between scrapes: see scrape-guard.ts);
 //   - Node's default process metrics.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { RemoteObservers } from '../accounts/remotes.ts';
@@ -13,7 +14,8 @@ import { CALL_LANES } from '../ratelimit/limiter.ts';
 import type { SyncJobResult } from '../sync/processor.ts';
 import type { Transition } from '../sync/machine.ts';
 import type { DeliveryOutcome } from '../webhooks/index.ts';
-import { type ScrapeSources, refreshScrapeGauges, scrapeGauges } from './scrape.ts';
+import { type ScrapeSource, scrapeGauges } from './scrape-gauges.ts';
+import { type ScrapeSources, refreshScrapeGauges } from './scrape.ts';
 import { webhookMetrics } from './webhooks.ts';
 
 export type { ScrapeSources } from './scrape.ts';
@@ -43,8 +45,8 @@ export interface Metrics {
    * counts and moves the last-success time; a failed one only counts as a failed run.
    */
   recordReconciliation(run: ReconciliationRun): void;
-  /** Reads the scrape-time gauges; call right before `registry.metrics()`. Never throws. */
-  refresh(sources: ScrapeSources): Promise<void>;
+  /** Reads the scrape-time gauges (`only` these sources; default all). Never throws. /metrics shares it: scrape-guard.ts. */
+  refresh(sources: ScrapeSources, only?: readonly ScrapeSource[]): Promise<void>;
 }
 
 const SECONDS_TO_SYNCED = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1_800, 3_600, 4 * 3_600, 24 * 3_600];
@@ -77,7 +79,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     recordJob: sync.recordJob,
     recordWebhook: webhookMetrics(registers),
     recordReconciliation: reconcile.record,
-    refresh: (sources) => refreshScrapeGauges(gauges, sources),
+    refresh: (sources, only) => refreshScrapeGauges(gauges, sources, only),
   };
 }
 

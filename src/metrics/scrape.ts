@@ -1,13 +1,14 @@
 // Gauges read at scrape time. Postgres and BullMQ are shared by the whole fleet, so every worker's
 // /metrics reports the same fleet-wide values; aggregate them with max(), not sum().
 import type { Job, Queue } from 'bullmq';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Gauge } from 'prom-client';
 import type { Account } from '../accounts/types.ts';
 import { countByAccount, countByState, laneStats, outbox } from '../read-model/index.ts';
 import type { Db } from '../db/client.ts';
 import type { CredentialsBreaker } from '../ratelimit/breaker.ts';
 import type { Redis } from '../redis.ts';
-import { withTimeout } from '../timeout.ts';
+import { TimeoutError, withTimeout } from '../timeout.ts';
+import { SCRAPE_SOURCES, type ScrapeGauges, type ScrapeSource } from './scrape-gauges.ts';
 
 export interface ScrapeSources {
   db: Db;
@@ -18,164 +19,99 @@ export interface ScrapeSources {
   accounts?: readonly Account[];
   /** Each account's credentials breaker (read from Redis with the queue counts). */
   breakers?: readonly { account: string; breaker: CredentialsBreaker }[];
-  /** Per source; a slow dependency must not hold a scrape past Prometheus' own timeout. */
+  /**
+   * Per source; a slow dependency must not hold a scrape past Prometheus' own timeout. `db` should
+   * also cancel a statement after this long (a statement_timeout): waiting stops here, the work not.
+   */
   timeoutMs?: number;
 }
 
-export interface ScrapeGauges {
-  batches: Gauge<'state'>;
-  laneBatches: Gauge<'lane'>;
-  laneOldest: Gauge<'lane'>;
-  accountBatches: Gauge<'account' | 'state'>;
-  webhookPending: Gauge;
-  webhookOldest: Gauge;
-  queueJobs: Gauge<'queue' | 'state'>;
-  oldestWaiting: Gauge<'queue'>;
-  credentialsRefused: Gauge<'account'>;
-  credentialsRefusedSince: Gauge<'account'>;
-  errors: Counter<'source'>;
-}
-
-export function scrapeGauges(registers: Registry[]): ScrapeGauges {
-  const errors = new Counter({
-    name: 'classroom_sync_scrape_errors_total',
-    help: "Scrapes whose read of a source (postgres, redis) failed or timed out; that source's gauges are absent from such a scrape.",
-    labelNames: ['source'] as const,
-    registers,
-  });
-  errors.labels({ source: 'postgres' }).inc(0);
-  errors.labels({ source: 'redis' }).inc(0);
-  return { ...postgresGauges(registers), ...redisGauges(registers), errors };
-}
-
-/** Read from PostgreSQL at scrape time. */
-function postgresGauges(
-  registers: Registry[],
-): Pick<ScrapeGauges, 'batches' | 'laneBatches' | 'laneOldest' | 'accountBatches' | 'webhookPending' | 'webhookOldest'> {
-  return {
-    webhookPending: new Gauge({
-      name: 'classroom_sync_webhook_pending',
-      help: 'Webhook messages not yet delivered nor given up (the outbox), read from PostgreSQL at scrape time.',
-      registers,
-    }),
-    webhookOldest: new Gauge({
-      name: 'classroom_sync_webhook_oldest_pending_seconds',
-      help: 'How long ago the event of the oldest pending webhook message happened; 0 when none is pending. Read from PostgreSQL at scrape time.',
-      registers,
-    }),
-    batches: new Gauge({
-      name: 'classroom_sync_batches',
-      help: 'Batches (mappings) by state, read from PostgreSQL at scrape time.',
-      labelNames: ['state'] as const,
-      registers,
-    }),
-    laneBatches: new Gauge({
-      name: 'classroom_sync_lane_batches',
-      help: 'Unfinished batches per queue lane (under_way: add-class sent or done; live, operator, backfill: not started), read from PostgreSQL at scrape time.',
-      labelNames: ['lane'] as const,
-      registers,
-    }),
-    laneOldest: new Gauge({
-      name: 'classroom_sync_lane_oldest_seconds',
-      help: 'Per queue lane, how long the unfinished batch that has waited longest has been in its lane; 0 when the lane is empty. Read from PostgreSQL at scrape time.',
-      labelNames: ['lane'] as const,
-      registers,
-    }),
-    accountBatches: new Gauge({
-      name: 'classroom_sync_account_batches',
-      help: 'With several accounts: batches by account (the one serving their institute; "(no account)" for none) and state, read from PostgreSQL at scrape time.',
-      labelNames: ['account', 'state'] as const,
-      registers,
-    }),
-  };
-}
-
-/** Read from Redis at scrape time. */
-function redisGauges(registers: Registry[]): Pick<ScrapeGauges, 'queueJobs' | 'oldestWaiting' | 'credentialsRefused' | 'credentialsRefusedSince'> {
-  return {
-    queueJobs: new Gauge({
-      name: 'classroom_sync_queue_jobs',
-      help: 'BullMQ jobs by queue and state, read from Redis at scrape time.',
-      labelNames: ['queue', 'state'] as const,
-      registers,
-    }),
-    oldestWaiting: new Gauge({
-      name: 'classroom_sync_queue_oldest_waiting_seconds',
-      help: 'Per queue, how long the job next in line (wait or paused) has been ready to run; 0 when none waits. Read from Redis at scrape time.',
-      labelNames: ['queue'] as const,
-      registers,
-    }),
-    credentialsRefused: new Gauge({
-      name: 'classroom_sync_credentials_refused',
-      help: 'Per account, 1 while the classroom service refuses its API key itself (its credentials breaker is open: its batches wait and one process probes), else 0. Read from Redis at scrape time.',
-      labelNames: ['account'] as const,
-      registers,
-    }),
-    credentialsRefusedSince: new Gauge({
-      name: 'classroom_sync_credentials_refused_since_timestamp_seconds',
-      help: 'Per account, Unix time when its open credentials breaker opened; absent while it is closed.',
-      labelNames: ['account'] as const,
-      registers,
-    }),
-  };
-}
-
-export async function refreshScrapeGauges(gauges: ScrapeGauges, sources: ScrapeSources): Promise<void> {
+/** Reads `only` these sources (default both) into their gauges. Never throws: a failed source is counted. */
+export async function refreshScrapeGauges(gauges: ScrapeGauges, sources: ScrapeSources, only: readonly ScrapeSource[] = SCRAPE_SOURCES): Promise<void> {
   const timeoutMs = sources.timeoutMs ?? 2_000;
-  await Promise.all([
-    read(
-      'postgres',
-      () => Promise.all([countByState(sources.db), laneStats(sources.db), perAccount(sources), outbox.outboxStats(sources.db)]),
-      ([counts, lanes, accounts, webhooks]) => {
-        gauges.webhookPending.set(webhooks.pending);
-        gauges.webhookOldest.set(webhooks.oldestPendingSeconds);
-        for (const { account, batches } of accounts) {
-          for (const [state, n] of Object.entries(batches)) gauges.accountBatches.labels({ account, state }).set(n);
-        }
-        for (const [state, n] of Object.entries(counts)) gauges.batches.labels({ state }).set(n);
-        for (const [lane, stat] of Object.entries(lanes)) {
-          gauges.laneBatches.labels({ lane }).set(stat.batches);
-          gauges.laneOldest.labels({ lane }).set(stat.oldestSeconds);
-        }
-      },
-      gauges.batches,
-      gauges.laneBatches,
-      gauges.laneOldest,
-      gauges.accountBatches,
-      gauges.webhookPending,
-      gauges.webhookOldest,
-    ),
-    read(
-      'redis',
-      () => Promise.all([queueStats(sources), breakerStates(sources)]),
-      ([perQueue, breakers]) => {
-        const now = Date.now();
-        for (const [queue, counts, readyAt] of perQueue) {
-          for (const [state, n] of Object.entries(counts)) gauges.queueJobs.labels({ queue, state }).set(n);
-          gauges.oldestWaiting.labels({ queue }).set(readyAt === undefined ? 0 : Math.max(0, now - readyAt) / 1000);
-        }
-        for (const { account, refused } of breakers) {
-          gauges.credentialsRefused.labels({ account }).set(refused ? 1 : 0);
-          if (refused) gauges.credentialsRefusedSince.labels({ account }).set(refused.since.getTime() / 1000);
-        }
-      },
-      gauges.queueJobs,
-      gauges.oldestWaiting,
-      gauges.credentialsRefused,
-      gauges.credentialsRefusedSince,
-    ),
-  ]);
+  const { batches, laneBatches, laneOldest, accountBatches, webhookPending, webhookOldest } = gauges;
+  const { queueJobs, oldestWaiting, credentialsRefused, credentialsRefusedSince } = gauges;
+  const refresh = {
+    postgres: () =>
+      refreshSource(gauges, 'postgres', timeoutMs, [batches, laneBatches, laneOldest, accountBatches, webhookPending, webhookOldest], {
+        load: () => readPostgres(sources, Date.now() + timeoutMs),
+        apply: (value) => applyPostgres(gauges, value),
+      }),
+    redis: () =>
+      refreshSource(gauges, 'redis', timeoutMs, [queueJobs, oldestWaiting, credentialsRefused, credentialsRefusedSince], {
+        load: () => readRedis(sources),
+        apply: (value) => applyRedis(gauges, value),
+      }),
+  };
+  await Promise.all(only.map((source) => refresh[source]()));
+}
 
-  async function read<T>(source: 'postgres' | 'redis', load: () => Promise<T>, apply: (value: T) => void, ...owned: Gauge<string>[]) {
-    try {
-      const value = await withTimeout(load(), timeoutMs, source);
-      for (const gauge of owned) gauge.reset();
-      apply(value);
-    } catch {
-      // Stale numbers would look healthy; absent series plus a counted error do not.
-      for (const gauge of owned) gauge.reset();
-      gauges.errors.labels({ source }).inc();
-    }
+/** One source: counted as a refresh, read within `timeoutMs`, and its gauges replaced, or absent and an error counted. */
+async function refreshSource<T>(
+  gauges: ScrapeGauges,
+  source: ScrapeSource,
+  timeoutMs: number,
+  owned: readonly Gauge<string>[],
+  read: { load: () => Promise<T>; apply: (value: T) => void },
+): Promise<void> {
+  gauges.refreshes.labels({ source }).inc();
+  try {
+    const value = await withTimeout(read.load(), timeoutMs, source);
+    for (const gauge of owned) gauge.reset();
+    read.apply(value);
+  } catch {
+    // Stale numbers would look healthy; absent series plus a counted error do not.
+    for (const gauge of owned) gauge.reset();
+    gauges.errors.labels({ source }).inc();
+  }
+}
+
+type PostgresRead = Awaited<ReturnType<typeof readPostgres>>;
+type RedisRead = Awaited<ReturnType<typeof readRedis>>;
+
+/**
+ * One statement after another (the scrape's connection is a pool of one), and none started after
+ * the scrape stopped waiting: a blocked count leaves at most itself behind, ended by its
+ * statement_timeout, never a queue of counts for the next scrape to wait behind.
+ */
+async function readPostgres(sources: ScrapeSources, deadline: number) {
+  const next = <T>(read: () => Promise<T>): Promise<T> => {
+    if (Date.now() >= deadline) throw new TimeoutError('postgres: the scrape stopped waiting');
+    return read();
+  };
+  const counts = await next(() => countByState(sources.db));
+  const lanes = await next(() => laneStats(sources.db));
+  const accounts = await next(() => perAccount(sources));
+  const webhooks = await next(() => outbox.outboxStats(sources.db));
+  return { counts, lanes, accounts, webhooks };
+}
+
+function applyPostgres(gauges: ScrapeGauges, { counts, lanes, accounts, webhooks }: PostgresRead): void {
+  gauges.webhookPending.set(webhooks.pending);
+  gauges.webhookOldest.set(webhooks.oldestPendingSeconds);
+  for (const { account, batches } of accounts) {
+    for (const [state, n] of Object.entries(batches)) gauges.accountBatches.labels({ account, state }).set(n);
+  }
+  for (const [state, n] of Object.entries(counts)) gauges.batches.labels({ state }).set(n);
+  for (const [lane, stat] of Object.entries(lanes)) {
+    gauges.laneBatches.labels({ lane }).set(stat.batches);
+    gauges.laneOldest.labels({ lane }).set(stat.oldestSeconds);
+  }
+}
+
+function readRedis(sources: ScrapeSources) {
+  return Promise.all([queueStats(sources), breakerStates(sources)]);
+}
+
+function applyRedis(gauges: ScrapeGauges, [perQueue, breakers]: RedisRead): void {
+  const now = Date.now();
+  for (const [queue, counts, readyAt] of perQueue) {
+    for (const [state, n] of Object.entries(counts)) gauges.queueJobs.labels({ queue, state }).set(n);
+    gauges.oldestWaiting.labels({ queue }).set(readyAt === undefined ? 0 : Math.max(0, now - readyAt) / 1000);
+  }
+  for (const { account, refused } of breakers) {
+    gauges.credentialsRefused.labels({ account }).set(refused ? 1 : 0);
+    if (refused) gauges.credentialsRefusedSince.labels({ account }).set(refused.since.getTime() / 1000);
   }
 }
 

@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { SCRAPE_APPLICATION_NAME, SCRAPE_REUSE_MS } from '../../src/metrics/scrape-guard.ts';
-import { singleFlight } from '../../src/metrics/single-flight.ts';
+import { type Clock, paced, singleFlight } from '../../src/metrics/single-flight.ts';
 import type { Metrics } from '../../src/metrics/metrics.ts';
 import { untilAllSynced } from '../helpers/batches.ts';
 import { waitFor } from '../helpers/harness.ts';
@@ -91,6 +91,57 @@ describe('singleFlight', () => {
     expect(runs).toBe(2);
     finish();
     await next;
+  });
+});
+
+describe('paced', () => {
+  /** A clock whose sleeps pass at once, recording how long each would have been. */
+  function fakeClock(): Clock & { t: number; sleeps: number[] } {
+    const clock = {
+      t: 0,
+      sleeps: [] as number[],
+      now: () => clock.t,
+      sleep: async (ms: number) => {
+        clock.sleeps.push(ms);
+        clock.t += Math.max(0, ms);
+      },
+    };
+    return clock;
+  }
+
+  it('runs at once when the last run is older than intervalMs; sooner, callers wait for the next run and share it', async () => {
+    const clock = fakeClock();
+    let runs = 0;
+    const answer = paced(async () => ++runs, 500, clock);
+    expect(await answer()).toBe(1);
+    clock.t += 100;
+    expect(await Promise.all([answer(), answer(), answer()])).toEqual([2, 2, 2]);
+    expect(clock.sleeps).toEqual([400]);
+    clock.t += 500;
+    expect(await answer()).toBe(3);
+    expect(clock.sleeps).toEqual([400]);
+  });
+
+  it('gives a caller that comes while a run is in flight the next run, never the one that began before it', async () => {
+    const clock = fakeClock();
+    let runs = 0;
+    const finishers: (() => void)[] = [];
+    const answer = paced(
+      () =>
+        new Promise<number>((resolve) => {
+          const run = ++runs;
+          finishers.push(() => resolve(run));
+        }),
+      500,
+      clock,
+    );
+    const first = answer();
+    const second = answer();
+    finishers[0]!();
+    expect(await first).toBe(1);
+    await waitFor(() => finishers.length === 2, 'the second run to start');
+    finishers[1]!();
+    expect(await second).toBe(2);
   });
 });
 
