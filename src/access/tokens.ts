@@ -4,16 +4,11 @@ import { createHash } from 'node:crypto';
 export const MIN_TOKEN_LENGTH = 32;
 
 /**
- * Values that appear in .env.example and the docs. Someone who copied one was never going to keep
- * it secret, and everyone who read the docs knows it.
+ * The API_TOKEN line .env.example showed until tokens needed 32 characters; the docs now show no
+ * token a reader could copy. Someone who copied it was never going to keep it secret, and everyone
+ * who read the example knows it.
  */
-export const PLACEHOLDER_TOKENS: readonly string[] = Object.freeze([
-  'change-me-to-a-long-random-string',
-  'replace-with-a-random-token-of-32-or-more-characters',
-  'publisher-token-replace-with-32-or-more-random-chars',
-  'reader-token-replace-with-32-or-more-random-characters',
-  'operator-token-replace-with-32-or-more-random-chars',
-]);
+export const PLACEHOLDER_TOKENS: readonly string[] = Object.freeze(['change-me-to-a-long-random-string']);
 
 const PLACEHOLDER_DIGESTS = new Set(PLACEHOLDER_TOKENS.map(tokenDigest));
 

@@ -54,7 +54,7 @@ describe('API_CLIENTS_FILE', () => {
           `  - { name: b, token: ${PLACEHOLDER_TOKENS[0]}, role: reader }`,
           `  - { name: c, token: ${GOOD}, tokenSha256: ${'a'.repeat(64)}, role: reader }`,
           `  - { name: d, token: ${GOOD}x, role: superuser }`,
-          `  - { name: e, tokenSha256: ${createHash('sha256').update(PLACEHOLDER_TOKENS[1]!).digest('hex')}, role: admin }`,
+          `  - { name: e, tokenSha256: ${createHash('sha256').update(PLACEHOLDER_TOKENS[0]!).digest('hex')}, role: admin }`,
           `  - { name: f, token: ${GOOD}y, role: reader, instituteIds: [] }`,
         ].join('\n'),
       ),
