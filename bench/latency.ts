@@ -22,6 +22,7 @@ import { createRuntime, publishDepsOf } from '../src/runtime.ts';
 import { machineCpuSeconds, processCpuSeconds, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round, steadyRate } from './support/report.ts';
 import { benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';
+import { countTerminal, publishAtRate } from './support/steady.ts';
 
 const PHASE2_SECONDS = 10;
 /** Batches per second of the light-load phase: the worker and the machine are mostly idle. */
@@ -111,15 +112,7 @@ async function steadyPhase(deps: PublishDeps, pool: pg.Pool, rate: number, prefi
   const events = benchEvents(prefix, n);
   const like = `${prefix}-%`;
   const started = performance.now();
-  let published = 0;
-  while (published < n) {
-    const due = Math.min(n, Math.floor(((performance.now() - started) / 1000) * rate) + 1);
-    if (due > published) {
-      await publishBatches(deps, events.slice(published, due));
-      published = due;
-    }
-    await sleep(20);
-  }
+  await publishAtRate(deps, events, rate);
   const publishSeconds = (performance.now() - started) / 1000;
   const deadline = performance.now() + 3 * 60_000;
   while (performance.now() < deadline && (await countTerminal(pool, like)) < n) await sleep(250);
@@ -135,14 +128,6 @@ async function steadyPhase(deps: PublishDeps, pool: pg.Pool, rate: number, prefi
 
 async function countSynced(pool: pg.Pool, like: string): Promise<number> {
   const { rows } = await pool.query<{ n: string }>(`select count(*) as n from batch_classes where state = 'synced' and batch_id like $1`, [like]);
-  return Number(rows[0]!.n);
-}
-
-async function countTerminal(pool: pg.Pool, like: string): Promise<number> {
-  const { rows } = await pool.query<{ n: string }>(
-    `select count(*) as n from batch_classes where state in ('synced', 'failed', 'needs_review') and batch_id like $1`,
-    [like],
-  );
   return Number(rows[0]!.n);
 }
 

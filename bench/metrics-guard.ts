@@ -18,13 +18,14 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { loadConfig } from '../src/config.ts';
-import { type PublishDeps, publishBatches } from '../src/intake/publish.ts';
+import type { PublishDeps } from '../src/intake/publish.ts';
 import { createLogger } from '../src/logger.ts';
 import { SCRAPE_REUSE_MS, SCRAPE_SPACING_MS } from '../src/metrics/scrape-guard.ts';
 import { createRuntime, publishDepsOf } from '../src/runtime.ts';
 import { processCpuSeconds, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round } from './support/report.ts';
 import { benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';
+import { countTerminal, publishAtRate } from './support/steady.ts';
 
 const SELF = fileURLToPath(import.meta.url);
 const GOAL_RATIO = 1.5;
@@ -135,33 +136,16 @@ async function scrapedPhase(
 async function steadyPhase(deps: PublishDeps, pool: pg.Pool, prefix: string, rate: number, seconds: number): Promise<Times> {
   const n = Math.max(1, Math.round(rate * seconds));
   const events = benchEvents(prefix, n);
-  const started = performance.now();
-  let published = 0;
-  while (published < n) {
-    const due = Math.min(n, Math.floor(((performance.now() - started) / 1000) * rate) + 1);
-    if (due > published) {
-      await publishBatches(deps, events.slice(published, due));
-      published = due;
-    }
-    await sleep(20);
-  }
+  await publishAtRate(deps, events, rate);
   const like = `${prefix}-%`;
   const deadline = performance.now() + SETTLE_BOUND_MS;
-  while (performance.now() < deadline && (await terminal(pool, like)) < n) await sleep(250);
+  while (performance.now() < deadline && (await countTerminal(pool, like)) < n) await sleep(250);
   const { rows } = await pool.query<{ ms: number; toCreate: number }>(
     `select extract(epoch from (synced_at - received_at)) * 1000 as ms, extract(epoch from (create_sent_at - received_at)) * 1000 as "toCreate"
        from batch_classes where state = 'synced' and batch_id like $1`,
     [like],
   );
   return { published: n, totalMs: rows.map((r) => Number(r.ms)), toCreateMs: rows.map((r) => Number(r.toCreate)) };
-}
-
-async function terminal(pool: pg.Pool, like: string): Promise<number> {
-  const { rows } = await pool.query<{ n: string }>(
-    `select count(*) as n from batch_classes where state in ('synced', 'failed', 'needs_review') and batch_id like $1`,
-    [like],
-  );
-  return Number(rows[0]!.n);
 }
 
 interface ScrapeTally {
