@@ -6,10 +6,12 @@ import { resolveAccounts } from './accounts/resolve.ts';
 import type { Account } from './accounts/types.ts';
 import type { ClassroomSettings } from './classroom/settings.ts';
 import { envSchema } from './config-env.ts';
+import { ConfigError } from './config-error.ts';
 import { hasHashTag, isClusterUrl } from './redis-url.ts';
 import { type WebhookSettings, webhookSettingsOf } from './webhooks/settings.ts';
 
 export { SANDBOX_DEFAULTS } from './config-env.ts';
+export { ConfigError } from './config-error.ts';
 
 export type Env = z.input<typeof envSchema>;
 /** Every environment variable `loadConfig` reads (tests hold .env.example, the README and compose to it). */
@@ -57,13 +59,6 @@ export interface Config {
   readonly http: Readonly<{ port: number; host: string } & AccessSettings>;
   /** WEBHOOK_*: the default endpoint and how messages are delivered (accounts may have endpoints of their own). */
   readonly webhooks: Readonly<WebhookSettings>;
-}
-
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  constructor(readonly problems: readonly { variable: string; reason: string }[]) {
-    super(`Invalid configuration; fix these environment variables and start again:\n${problems.map((p) => `  ${p.variable}: ${p.reason}`).join('\n')}`);
-  }
 }
 
 /** Reads the environment once. Empty strings count as unset, as in most `.env` tooling. */

@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { type Config, loadConfig } from '../config.ts';
+import type { Config } from '../config.ts';
 import { packageVersion } from '../version.ts';
 import { registerAbandonCommand } from './abandon.ts';
 import { registerCheckCommand } from './check.ts';
@@ -62,8 +62,14 @@ function buildProgram(envFile: string | undefined, context: FatalContext): Comma
     .option('--verbose', 'print the stack trace of an error (demo: also log at LOG_LEVEL)')
     .showHelpAfterError();
   let config: Config | undefined;
+  // The configuration's schemas (zod) load before a command's action, never for --help or --version.
+  let load: (() => Config) | undefined;
+  program.hook('preAction', async () => {
+    load ??= (await import('../config.ts')).loadConfig;
+  });
   const getConfig = () => {
-    config ??= loadConfig();
+    if (!load) throw new Error('the configuration was asked for before a command ran');
+    config ??= load();
     // Lets an error explained later name the database it was about.
     context.databaseUrl = config.databaseUrl;
     return config;

@@ -1,8 +1,8 @@
 // The `classroom-sync sandbox` flags and their translation into a FaultConfig. Every bad value
 // is reported naming the flag that carried it, not the config field it became.
 import { InvalidArgumentError } from 'commander';
-import { FAULT_KINDS, type FaultConfig, type FaultRates, OPERATIONS, faultConfigSchema, mixedFaultRates } from '../sandbox/faults.ts';
-import { probability } from './parse.ts';
+import { type FaultConfig, type FaultRates, type SandboxOperation, faultConfigSchema, mixedFaultRates } from '../sandbox/faults.ts';
+import { parseFaultSpec } from './fault-spec.ts';
 
 export interface SandboxFlags {
   port: number;
@@ -89,13 +89,13 @@ export function faultConfigFromFlags(flags: Flags): FaultConfig {
 function faultRatesFromFlags(flags: Flags): Pick<FaultConfig, 'rates' | 'perOperation'> {
   const rates: FaultRates = flags.failRate ? mixedFaultRates(flags.failRate) : {};
   if (flags.lostResponseRate !== undefined) rates.lostResponse = flags.lostResponseRate;
-  const perOperation: Partial<Record<(typeof OPERATIONS)[number], FaultRates>> = {};
+  const perOperation: Partial<Record<SandboxOperation, FaultRates>> = {};
   for (const spec of flags.fault) {
     const { operation, kind, p } = parseFaultSpec(spec);
     if (operation) perOperation[operation] = { ...(perOperation[operation] ?? {}), [kind]: p };
     else rates[kind] = p;
   }
-  for (const op of Object.keys(perOperation) as (typeof OPERATIONS)[number][]) {
+  for (const op of Object.keys(perOperation) as SandboxOperation[]) {
     perOperation[op] = { ...rates, ...perOperation[op] };
   }
   const out: Pick<FaultConfig, 'rates' | 'perOperation'> = {};
@@ -113,26 +113,4 @@ function nameRewriteFromFlags(flags: Flags): Record<string, unknown> | undefined
 /** A flag that only means something beside another one is refused alone, rather than ignored. */
 function requireCompanion(given: boolean, flag: string, companionGiven: boolean, companion: string): void {
   if (given && !companionGiven) throw new InvalidArgumentError(`${flag} needs ${companion}`);
-}
-
-export function parseFaultSpec(spec: string) {
-  const match = /^(?:(\w+):)?(\w+)=([\d.]+)$/.exec(spec);
-  const [, operation, kind, p] = match ?? [];
-  if (!kind || !(FAULT_KINDS as readonly string[]).includes(kind)) {
-    throw new InvalidArgumentError(`--fault ${spec}: expected [operation:]kind=p with kind one of ${FAULT_KINDS.join(', ')}`);
-  }
-  if (operation !== undefined && !(OPERATIONS as readonly string[]).includes(operation)) {
-    throw new InvalidArgumentError(`--fault ${spec}: operation must be one of ${OPERATIONS.join(', ')}`);
-  }
-  return {
-    operation: operation as (typeof OPERATIONS)[number] | undefined,
-    kind: kind as (typeof FAULT_KINDS)[number],
-    p: probability(p ?? ''),
-  };
-}
-
-/** 401 (a revoked key) or 403 (a suspended one). */
-export function refusalStatus(value: string): number {
-  if (value !== '401' && value !== '403') throw new InvalidArgumentError('must be 401 or 403');
-  return Number(value);
 }

@@ -1,10 +1,11 @@
 // `classroom-sync sandbox`: runs the stand-in remote on a port, with faults set from flags.
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Config } from '../config.ts';
-import { FAULT_KINDS, type FaultConfig, OPERATIONS } from '../sandbox/faults.ts';
-import { NAME_CASES } from '../sandbox/names.ts';
+import type { FaultConfig } from '../sandbox/faults.ts';
+import { FAULT_KINDS, NAME_CASES, OPERATIONS } from '../sandbox/vocabulary.ts';
+import { parseFaultSpec, refusalStatus } from './fault-spec.ts';
 import { collect, integer, milliseconds, oneOf, probability } from './parse.ts';
-import { type SandboxFlags, faultConfigFromFlags, parseFaultSpec, refusalStatus } from './sandbox-flags.ts';
+import type { SandboxFlags } from './sandbox-flags.ts';
 
 export interface SandboxIo {
   print(line: string): void;
@@ -37,6 +38,7 @@ export function registerSandboxCommand(program: Command, loadConfig: () => Confi
   addBehaviourOptions(command);
   return command.action(async (flags: SandboxFlags, self: Command) => {
     const config = loadConfig();
+    const { faultConfigFromFlags } = await import('./sandbox-flags.ts');
     let faults: FaultConfig;
     try {
       faults = faultConfigFromFlags(flags);

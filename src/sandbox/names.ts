@@ -2,8 +2,10 @@
 // not kept byte for byte"). The sandbox can trim, collapse, re-case and shorten names on add-class
 // so the sync's name matching is tested against a remote that does.
 import { z } from 'zod';
+import { NAME_CASES } from './vocabulary.ts';
 
-export const NAME_CASES = ['lower', 'upper'] as const;
+export { NAME_CASES };
+
 export const MAX_NAME_LENGTH = 1_000;
 
 export const nameRewriteSchema = z
