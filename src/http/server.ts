@@ -67,7 +67,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
     // address; the session cookie is Secure when the original request was https).
     trustProxy: fastifyTrustProxy(runtime.config.http.trustProxy),
     // Intake accepts 200-character batch ids; URL-encoded, each character may take up to 12.
-    maxParamLength: 2_400,
+    routerOptions: { maxParamLength: 2_400 },
   });
   installErrorHandlers(app, { bodyLimitBytes });
   // Declared up front (Fastify keeps one request shape); the authentication hooks set it.
