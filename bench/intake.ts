@@ -9,8 +9,10 @@
 // - POST /v1/batches, arrays of 500, one request in flight and then four: served by a child process
 //   running the worker's HTTP server (createHttpServer over createRuntime) without the sync worker,
 //   so nothing else competes for the CPU; the benchmark is the HTTP client.
-// - `classroom-sync enqueue FILE` (the real CLI, a child process) on a generated NDJSON file: wall
-//   time of the whole process, and again without its start-up (an enqueue of an empty file).
+// - `classroom-sync enqueue FILE` (the compiled CLI, dist/cli/main.js, in a child process with plain
+//   node) on a generated NDJSON file: wall time of the whole process, and again without its
+//   start-up (an enqueue of an empty file).
+// - Start-up: `classroom-sync --version` beside a bare `node -e 0`, each run in turn (goal: ≤ 3 ×).
 // - addBulk: BullMQ's Queue.addBulk with the same job ids, data and options, 500 per call, one call
 //   in flight, on a queue prefix of its own.
 // The paths take turns, round after round (default 3), and the medians are reported: on a shared
@@ -30,11 +32,13 @@ import { createRedis } from '../src/redis.ts';
 import { createRuntime, publishDepsOf } from '../src/runtime.ts';
 import { createSyncQueue, syncJob } from '../src/sync/queue.ts';
 import { publishBatches } from '../src/intake/publish.ts';
-import { BIN } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round } from './support/report.ts';
 import { argValue, benchEvents, createScratch, numberSetting, scratchPool } from './support/scratch.ts';
 
 const PER_POST = 500;
+/** The command as installed (`npm run bench:intake` builds it first). */
+const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const STARTUP_RUNS = 15;
 const TOKEN = 'bench-intake-token-0123456789abcdef';
 
 async function main(): Promise<void> {
@@ -69,7 +73,7 @@ async function main(): Promise<void> {
       runs.push({ addBulk, library, post1, post4, cli: n / (cliMs / 1000), cliNoStartup: n / ((cliMs - startupMs) / 1000), startupMs });
     }
     const { rows } = await pool.query<{ n: string }>(`select count(*) as n from batch_classes`);
-    report({ machine, n, rounds, recorded: Number(rows[0]!.n), runs });
+    report({ machine, n, rounds, recorded: Number(rows[0]!.n), runs, startup: await startupTimes() });
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -148,13 +152,38 @@ async function postRate(url: string, idPrefix: string, n: number, inFlight: numb
 /** Wall time of `classroom-sync enqueue FILE`, start to exit. */
 async function runEnqueue(env: Record<string, string>, file: string): Promise<number> {
   const started = performance.now();
-  const child = spawn(process.execPath, [BIN, 'enqueue', file], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'enqueue', file], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
   child.stderr.setEncoding('utf8').on('data', (c: string) => (output += c));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   if (code !== 0) throw new Error(`classroom-sync enqueue exited with ${code}: ${output.slice(-1_000)}`);
   return performance.now() - started;
+}
+
+/** Wall time of one process, spawn to exit. */
+async function timeProcess(args: string[]): Promise<number> {
+  const started = performance.now();
+  const child = spawn(process.execPath, args, { stdio: 'ignore' });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`node ${args.join(' ')} exited with ${code}`);
+  return performance.now() - started;
+}
+
+/** `classroom-sync --version` and a bare `node -e 0`, taking turns; the medians. */
+async function startupTimes(): Promise<Startup> {
+  const version: number[] = [];
+  const bare: number[] = [];
+  for (let i = 0; i < STARTUP_RUNS; i++) {
+    version.push(await timeProcess([CLI, '--version']));
+    bare.push(await timeProcess(['-e', '0']));
+  }
+  return { versionMs: quantile(version, 0.5), bareMs: quantile(bare, 0.5) };
+}
+
+interface Startup {
+  versionMs: number;
+  bareMs: number;
 }
 
 async function startServerChild(env: Record<string, string>, profile: string | undefined): Promise<{ url: string; stop(): Promise<void> }> {
@@ -198,7 +227,7 @@ async function serverChild(): Promise<void> {
   process.send!(url);
 }
 
-function report(r: { machine: Machine; n: number; rounds: number; recorded: number; runs: Round[] }): void {
+function report(r: { machine: Machine; n: number; rounds: number; recorded: number; runs: Round[]; startup: Startup }): void {
   const median = (key: keyof Round) =>
     quantile(
       r.runs.map((run) => run[key]),
@@ -230,6 +259,9 @@ function report(r: { machine: Machine; n: number; rounds: number; recorded: numb
       ...figures,
       postToAddBulk: round(share(median('post1')), 2),
       enqueueToAddBulk: round(share(median('cli')), 2),
+      versionMs: round(r.startup.versionMs),
+      bareNodeMs: round(r.startup.bareMs),
+      versionToBareNode: round(r.startup.versionMs / r.startup.bareMs, 2),
     },
     rows: [
       { figure: 'BullMQ addBulk (500 per call)', value: `${addBulk.toFixed(0)} jobs/s (rounds: ${each('addBulk')})` },
@@ -239,12 +271,19 @@ function report(r: { machine: Machine; n: number; rounds: number; recorded: numb
       row('classroom-sync enqueue, whole process', 'cli'),
       row('classroom-sync enqueue, without start-up', 'cliNoStartup', false),
       { figure: 'enqueue start-up and exit (empty file)', value: `${(median('startupMs') / 1000).toFixed(2)} s` },
+      {
+        figure: '`classroom-sync --version` ÷ bare `node -e 0`',
+        value: `${(r.startup.versionMs / r.startup.bareMs).toFixed(2)} (${r.startup.versionMs.toFixed(0)} ms ÷ ${r.startup.bareMs.toFixed(0)} ms, medians of ${STARTUP_RUNS})`,
+        goal: '≤ 3',
+        met: r.startup.versionMs / r.startup.bareMs <= 3,
+      },
       { figure: 'batches recorded', value: `${r.recorded} of ${4 * r.n * r.rounds}` },
     ],
     notes: [
       `${r.n} new events per path and round, ${r.rounds} rounds; the paths take turns within each round and the medians are shown. Each accepted event is a PostgreSQL row plus its first audit row (one statement per chunk; states are read back only for batches already known) and a BullMQ job (addBulk); no worker consumes the jobs.`,
       "publishBatches: the library call in the benchmark's own process, 500 events per call, one at a time: validation, one INSERT of rows and audit rows, then addBulk (recorded before queued, so the two never overlap).",
-      'POST: a child process running the worker\'s HTTP server only (no sync worker), the benchmark as client, one request in flight (and four, for comparison). enqueue: `node bin/classroom-sync.js enqueue FILE` timed from spawn to exit; "without start-up" subtracts the time of the same command on an empty file (loading tsx and the sources, connecting, closing).',
+      'POST: a child process running the worker\'s HTTP server only (no sync worker), the benchmark as client, one request in flight (and four, for comparison). enqueue: `node dist/cli/main.js enqueue FILE` (the compiled CLI, plain node) timed from spawn to exit; "without start-up" subtracts the time of the same command on an empty file (loading the code, connecting, closing).',
+      `Start-up: \`node dist/cli/main.js --version\` and \`node -e 0\`, ${STARTUP_RUNS} times each in turn, spawn to exit; medians.`,
       'addBulk: `Queue.addBulk` of the same job shape (id, data, options), 500 per call, one call at a time, on its own queue prefix.',
     ],
   });

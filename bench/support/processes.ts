@@ -5,7 +5,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { SandboxState } from '../../src/sandbox/index.ts';
 
-export const BIN = fileURLToPath(new URL('../../bin/classroom-sync.js', import.meta.url));
+export const BIN = fileURLToPath(new URL('../../scripts/dev-cli.mjs', import.meta.url));
 
 /** `classroom-sync sandbox` on a free loopback port, with the given fault flags. */
 export interface SandboxProcess {

@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { MissingToolError, isExecutable, redisSpawnError, requireRedisPrograms } from '../helpers/tools.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/classroom-sync.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../scripts/dev-cli.mjs', import.meta.url));
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -20,7 +20,7 @@ import { type RunningSandbox, sandboxOptionsFromConfig, startSandbox } from '../
 import { PG_SERVER, dropDatabase, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { PrivateRedis, freePort } from './processes.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/classroom-sync.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../scripts/dev-cli.mjs', import.meta.url));
 const N = 24;
 const FREEZE_MS = 20_000;
 // The target is ~5 s; the old defaults took 30–60 s. Measured 4.4–6.3 s: the job is called stalled

@@ -1,4 +1,4 @@
-// Runs the real CLI (`node bin/classroom-sync.js …`, or `npm start`) as a child process, the way a
+// Runs the real CLI (`node scripts/dev-cli.mjs …`: the sources through tsx; or `npm start`, the compiled dist/) as a child process, the way a
 // user does. Every child runs in its own process group so that it, and anything it started (npm →
 // sh → node), can always be killed; `killAllChildren()` belongs in every such test file's teardown (`defer(killAllChildren)` with useHarness).
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const BIN = join(ROOT, 'bin', 'classroom-sync.js');
+export const BIN = join(ROOT, 'scripts', 'dev-cli.mjs');
 
 export interface CliResult {
   code: number | null;
@@ -26,6 +26,8 @@ export interface CliOptions {
   timeoutMs?: number;
   /** Run `npm <args>` in the repository instead of the bin script. */
   npm?: boolean;
+  /** Run this command with the args instead of the bin script (e.g. `['npx', 'classroom-sync']` in an installing project). */
+  command?: readonly [string, ...string[]];
 }
 
 const running = new Set<ChildProcess>();
@@ -48,7 +50,11 @@ export interface RunningCli {
 /** Starts the CLI and returns at once, for commands that keep running (demo without --once). */
 export function startCli(args: string[], options: CliOptions = {}): RunningCli {
   const cwd = options.cwd ?? (options.npm ? ROOT : scratchDir());
-  const [command, argv] = options.npm ? ['npm', args] : [process.execPath, [BIN, ...args]];
+  const [command, argv] = options.command
+    ? [options.command[0], [...options.command.slice(1), ...args]]
+    : options.npm
+      ? ['npm', args]
+      : [process.execPath, [BIN, ...args]];
   const child = spawn(command, argv, {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...options.env },

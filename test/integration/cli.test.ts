@@ -114,6 +114,8 @@ describe('README', () => {
       const npmScript = /^npm (start|test|run ([\w:-]+))(?: -- (.*))?$/.exec(command);
       if (command === 'npm ci') {
         expect(existsSync(join(ROOT, 'package-lock.json')), 'npm ci needs package-lock.json').toBe(true);
+        // `npm start` runs the compiled dist/: the install itself must build it.
+        expect(pkg.scripts.prepare, 'npm ci builds dist/ (prepare)').toBe('npm run build');
       } else if (npmScript) {
         const script = pkg.scripts[npmScript[2] ?? npmScript[1]!];
         expect(script, command).toBeDefined();
@@ -125,7 +127,7 @@ describe('README', () => {
     }
     // Chromium, promtool and redis-server are not npm packages: `npm test` installs them first
     // (pretest) where it may, and the quick start names the one line for everyone else.
-    expect(pkg.scripts.pretest).toBe('tsx test/setup/install-tools.ts');
+    expect(pkg.scripts.pretest).toBe('npm run build && tsx test/setup/install-tools.ts');
     expect(readFileSync(join(ROOT, 'test/setup/install-tools.ts'), 'utf8')).toContain('TEST_TOOL_PACKAGES');
     const section = readFileSync(join(ROOT, 'README.md'), 'utf8').split(/^## Quick start$/m)[1] ?? '';
     expect(section, 'the quick start says what a non-root user installs').toContain(`sudo ${INSTALL_TEST_TOOLS}`);
@@ -149,11 +151,11 @@ function quickStartLines(readme: string): string[] {
     .filter(Boolean);
 }
 
-/** `node bin/classroom-sync.js demo` given `--once --count 3`: the CLI command lists each option. */
+/** `node dist/cli/main.js demo` given `--once --count 3`: the CLI command lists each option. */
 async function expectOptionsAccepted(script: string, args: string): Promise<void> {
   const options = args.split(/\s+/).filter((a) => a.startsWith('--'));
   if (options.length === 0) return;
-  const command = /^node bin\/classroom-sync\.js ([a-z-]+)$/.exec(script)?.[1];
+  const command = /^node dist\/cli\/main\.js ([a-z-]+)$/.exec(script)?.[1];
   expect(command, `${script} is a classroom-sync command, so its options can be checked`).toBeDefined();
   const help = await runCli([command!, '--help'], { env: {} });
   for (const option of options) expect(help.stdout, `${command} ${option}`).toMatch(new RegExp(`^\\s+(?:-\\w, )?${option}\\b`, 'm'));

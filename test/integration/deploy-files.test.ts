@@ -79,11 +79,13 @@ function runHealthcheck(argv: string[], env: Record<string, string> = {}): Promi
   });
 }
 
-/** Names of the commands `classroom-sync --help` lists, and the flags of `classroom-sync CMD --help`. */
-async function cliHelp(args: string[]): Promise<string> {
-  const { code, stdout, stderr } = await runCli([...args, '--help']);
-  expect(code, stderr).toBe(0);
-  return stdout;
+/** The help of `node SCRIPT …` (commands, flags) from the repository, as an image's or a compose service's command runs it from /app (npm test builds dist/ first). */
+function builtHelp(script: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [script, ...args, '--help'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '' } }, (error, stdout) =>
+      error ? reject(error) : resolve(stdout),
+    );
+  });
 }
 const commandsIn = (help: string) => [...help.slice(help.indexOf('Commands:')).matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!);
 const flagsIn = (help: string) => [...help.matchAll(/--[a-z][\w-]*/g)].map((m) => m[0]);
@@ -156,8 +158,8 @@ describe('Dockerfile', () => {
       for (const source of sources!.split(/\s+/)) expect(existsSync(join(ROOT, source)), `COPY ${source}`).toBe(true);
     }
     const cmd = execForm(/^CMD (\[.*\])$/m);
-    expect(cmd.slice(0, 2)).toEqual(['node', 'bin/classroom-sync.js']);
-    expect(commandsIn(await cliHelp([]))).toContain(cmd[2]);
+    expect(cmd.slice(0, 2)).toEqual(['node', 'dist/cli/main.js']);
+    expect(commandsIn(await builtHelp(cmd[1]!, []))).toContain(cmd[2]);
   });
 
   it("HEALTHCHECK passes against the worker's HTTP server on PORT, and fails when nothing answers", async () => {
@@ -198,8 +200,8 @@ describe('docker-compose.yml', () => {
 
   it('runs the sandbox with a command and flags the CLI has', async () => {
     const command = service('sandbox').command!;
-    expect(command.slice(0, 3)).toEqual(['node', 'bin/classroom-sync.js', 'sandbox']);
-    const flags = flagsIn(await cliHelp(['sandbox']));
+    expect(command.slice(0, 3)).toEqual(['node', 'dist/cli/main.js', 'sandbox']);
+    const flags = flagsIn(await builtHelp(command[1]!, ['sandbox']));
     for (const arg of command.slice(3).filter((a) => a.startsWith('--'))) expect(flags, `sandbox ${arg}`).toContain(arg);
     expect(service('sandbox').ports).toEqual([`127.0.0.1:${sandboxPort()}:${sandboxPort()}`]);
   });

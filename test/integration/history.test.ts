@@ -13,7 +13,7 @@ import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarnessWithWorker } from '../helpers/use-harness.ts';
 
 const run = promisify(execFile);
-const BIN = fileURLToPath(new URL('../../bin/classroom-sync.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../scripts/dev-cli.mjs', import.meta.url));
 const { h } = useHarnessWithWorker();
 
 describe('audit trail', () => {

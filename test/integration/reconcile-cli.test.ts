@@ -9,7 +9,7 @@ import { jobIdFor } from '../../src/sync/keys.ts';
 import { rowsOf } from '../helpers/batches.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/classroom-sync.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../scripts/dev-cli.mjs', import.meta.url));
 const { h } = useHarness({ env: { SYNC_STUCK_AFTER: '1m' } });
 
 beforeAll(async () => {
