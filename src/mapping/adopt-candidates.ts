@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { type Db, execute } from './sql.ts';
+import { type Db, execute, traceIdNow } from './sql.ts';
 import type { BatchKey } from './types.ts';
 
 /**
@@ -27,8 +27,8 @@ export async function adoptCandidates(
       -- A sub-select in RETURNING reads the row as it was before this UPDATE: the evidence it replaces.
       returning b.id, b.institute_id, b.batch_id, b.class_id, (select p.review from batch_classes p where p.id = b.id) as previous_review
     ), audit as (
-      insert into batch_events (batch_row_id, type, from_state, to_state, class_id, detail)
-      select id, 'repair', 'needs_review', 'created', class_id,
+      insert into batch_events (batch_row_id, type, from_state, to_state, class_id, trace_id, detail)
+      select id, 'repair', 'needs_review', 'created', class_id, ${traceIdNow()},
              jsonb_build_object('category', 'needs_review_resolved', 'action', 'adopt', 'previousReview', previous_review, 'reconciliationRunId', ${runId}::bigint)
         from changed
     )

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { Db } from './sql.ts';
+import { type Db, traceIdNow } from './sql.ts';
 
 /**
  * Stores a ClassID we know was just created even though the run lost its lease: the class exists
@@ -26,8 +26,8 @@ export async function claimCreatedClass(db: Db, rowId: number, classId: string, 
         from before where b.id = before.id
       returning b.id, before.state
     )
-    insert into batch_events (batch_row_id, type, from_state, to_state, worker_id, class_id, detail)
-    select id, 'transition', state::text, 'created', ${workerId}, ${classId}, '{"resolution":"stored_after_lease_lost"}'::jsonb from claimed
+    insert into batch_events (batch_row_id, type, from_state, to_state, worker_id, class_id, detail, trace_id)
+    select id, 'transition', state::text, 'created', ${workerId}, ${classId}, '{"resolution":"stored_after_lease_lost"}'::jsonb, ${traceIdNow()} from claimed
     returning batch_row_id`);
   return (result.rowCount ?? 0) > 0;
 }

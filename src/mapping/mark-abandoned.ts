@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { type Db, execute, keyTable } from './sql.ts';
+import { type Db, execute, keyTable, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchState } from './types.ts';
 
 /** The states a batch can be abandoned from: none has a class, none is in the middle of a create. */
@@ -29,8 +29,8 @@ export async function markAbandoned(db: Db, keys: readonly BatchKey[], reason: s
          and b.class_id is null and (b.lease_expires_at is null or b.lease_expires_at < now())
       returning b.id, b.institute_id, b.batch_id, b.abandoned_from
     ), audit as (
-      insert into batch_events (batch_row_id, type, from_state, to_state, detail)
-      select id, 'abandoned', abandoned_from::text, 'abandoned', ${reasonDetail(reason)} from changed
+      insert into batch_events (batch_row_id, type, from_state, to_state, detail, trace_id)
+      select id, 'abandoned', abandoned_from::text, 'abandoned', ${reasonDetail(reason)}, ${traceIdNow()} from changed
     )
     select institute_id as "instituteId", batch_id as "batchId", abandoned_from as "from" from changed`,
   );

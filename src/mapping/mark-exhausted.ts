@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { TERMINAL_STATES } from '../db/schema/index.ts';
-import { type Db, ROW_B, decodeRow, execute } from './sql.ts';
+import { type Db, ROW_B, decodeRow, execute, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchState, MappingRow } from './types.ts';
 
 const terminal = sql.join(
@@ -28,8 +28,8 @@ export async function markExhausted(
        where b.institute_id = ${key.instituteId} and b.batch_id = ${key.batchId} and b.state not in (${terminal})
       returning ${ROW_B}, (select p.state from batch_classes p where p.id = b.id) as "fromState"
     ), audit as (
-      insert into batch_events (batch_row_id, type, from_state, to_state, class_id, error, attempt, worker_id)
-      select "id", 'transition', "fromState"::text, 'failed', "classId", ${lastError}, ${context.attempt}::int, ${context.workerId} from updated
+      insert into batch_events (batch_row_id, type, from_state, to_state, class_id, error, attempt, worker_id, trace_id)
+      select "id", 'transition', "fromState"::text, 'failed', "classId", ${lastError}, ${context.attempt}::int, ${context.workerId}, ${traceIdNow()} from updated
     )
     select * from updated`,
   );

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { type Db, execute } from './sql.ts';
+import { type Db, execute, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchLane, StoredEvent } from './types.ts';
 
 export interface ReceivedBatch {
@@ -30,8 +30,8 @@ export async function recordReceived(db: Db, batches: readonly ReceivedBatch[], 
       on conflict (institute_id, batch_id) do nothing
       returning id, institute_id, batch_id
     ), audit as (
-      insert into batch_events (batch_row_id, type, to_state)
-      select id, 'received', 'pending' from inserted
+      insert into batch_events (batch_row_id, type, to_state, trace_id)
+      select id, 'received', 'pending', ${traceIdNow()} from inserted
     )
     select institute_id as "instituteId", batch_id as "batchId" from inserted`,
   );

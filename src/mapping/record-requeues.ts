@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { Db } from './sql.ts';
+import { type Db, traceIdNow } from './sql.ts';
 
 /**
  * Stuck batches a reconciliation pass re-enqueued: they move to the operator lane (where their job
@@ -13,8 +13,8 @@ export async function recordRequeues(db: Db, rowIds: readonly number[], runId: n
        where b.id = any(${sql.param([...rowIds])}::bigint[])
       returning b.id, b.state
     )
-    insert into batch_events (batch_row_id, type, from_state, to_state, detail)
-    select id, 'repair', state::text, state::text,
+    insert into batch_events (batch_row_id, type, from_state, to_state, trace_id, detail)
+    select id, 'repair', state::text, state::text, ${traceIdNow()},
            jsonb_build_object('category', 'stuck', 'action', 'requeue', 'reconciliationRunId', ${runId}::bigint)
       from moved`);
 }

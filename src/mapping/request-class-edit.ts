@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { type Db, execute } from './sql.ts';
+import { type Db, execute, traceIdNow } from './sql.ts';
 import type { BatchKey } from './types.ts';
 
 /**
@@ -43,8 +43,8 @@ export async function requestClassEdit(db: Db, requests: readonly ClassEditReque
            or (v.kind = 'archive' and b.state = 'cancelled'))
       returning b.id, b.institute_id, b.batch_id, b.class_id, b.state, v.kind, v.listed_name
     ), audit as (
-      insert into batch_events (batch_row_id, type, from_state, to_state, class_id, detail)
-      select id, 'repair', state::text, state::text, class_id,
+      insert into batch_events (batch_row_id, type, from_state, to_state, class_id, trace_id, detail)
+      select id, 'repair', state::text, state::text, class_id, ${traceIdNow()},
              case when kind = 'rename'
                then jsonb_build_object('category', 'name_drift', 'action', 'request_edit', 'listedName', listed_name, 'reconciliationRunId', ${runId}::bigint)
                else jsonb_build_object('category', 'cancelled_visible', 'action', 'request_edit', 'reconciliationRunId', ${runId}::bigint)

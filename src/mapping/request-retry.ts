@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { type Db, execute, keyTable } from './sql.ts';
+import { type Db, execute, keyTable, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchLane, BatchState } from './types.ts';
 
 /** The state a retried batch resumes from, derived from what is known to have happened. */
@@ -37,8 +37,8 @@ export async function requestRetry(db: Db, target: { keys: readonly BatchKey[] }
          and not exists (select 1 from targets a where a.state = 'abandoned')
       returning b.id, b.state, b.lane, b.class_id, t.state as from_state
     ), audit as (
-      insert into batch_events (batch_row_id, type, from_state, to_state, class_id)
-      select id, 'retry_requested', from_state::text, state::text, class_id from changed
+      insert into batch_events (batch_row_id, type, from_state, to_state, class_id, trace_id)
+      select id, 'retry_requested', from_state::text, state::text, class_id, ${traceIdNow()} from changed
     )
     select t.institute_id as "instituteId", t.batch_id as "batchId", t.state as "from", coalesce(c.state, t.state) as "to", coalesce(c.lane, t.lane) as "lane"
       from targets t left join changed c on c.id = t.id

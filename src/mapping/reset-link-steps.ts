@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { type Db, execute } from './sql.ts';
+import { type Db, execute, traceIdNow } from './sql.ts';
 import type { BatchKey } from './types.ts';
 
 /**
@@ -21,8 +21,8 @@ export async function resetLinkSteps(db: Db, rows: readonly { rowId: number; rea
        where b.id = v.id and b.state = 'synced' and b.class_id is not null and b.lease_owner is null
       returning b.id, b.institute_id, b.batch_id, b.class_id, v.reason
     ), audit as (
-      insert into batch_events (batch_row_id, type, from_state, to_state, class_id, detail)
-      select id, 'repair', 'synced', 'created', class_id,
+      insert into batch_events (batch_row_id, type, from_state, to_state, class_id, trace_id, detail)
+      select id, 'repair', 'synced', 'created', class_id, ${traceIdNow()},
              jsonb_build_object('category', 'link_missing', 'action', 'rerun_link_steps', 'reason', reason, 'reconciliationRunId', ${runId}::bigint)
         from changed
     )

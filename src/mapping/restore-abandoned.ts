@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { reasonDetail } from './mark-abandoned.ts';
-import { type Db, execute, keyTable } from './sql.ts';
+import { type Db, execute, keyTable, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchState } from './types.ts';
 
 /** Returns each abandoned batch to the state it was abandoned from; its audit event in the same statement. */
@@ -16,8 +16,8 @@ export async function restoreAbandoned(db: Db, keys: readonly BatchKey[], reason
        where b.institute_id = v.institute_id and b.batch_id = v.batch_id and b.state = 'abandoned'
       returning b.id, b.institute_id, b.batch_id, b.state
     ), audit as (
-      insert into batch_events (batch_row_id, type, from_state, to_state, detail)
-      select id, 'abandon_undone', 'abandoned', state::text, ${reasonDetail(reason)} from changed
+      insert into batch_events (batch_row_id, type, from_state, to_state, detail, trace_id)
+      select id, 'abandon_undone', 'abandoned', state::text, ${reasonDetail(reason)}, ${traceIdNow()} from changed
     )
     select institute_id as "instituteId", batch_id as "batchId", state as "to" from changed`,
   );

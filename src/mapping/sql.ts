@@ -1,11 +1,12 @@
 // Pieces every statement of the mapping module shares: the select list that returns a whole row
-// as `MappingRow`, the audit-trail insert, and interval parameters.
+// as `MappingRow`, the audit-trail insert and its trace id, and interval parameters.
 import { type SQL, fillPlaceholders, getTableColumns, sql } from 'drizzle-orm';
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
 import type { Db, DbOrTx } from '../db/client.ts';
 import { batchClasses } from '../db/schema/index.ts';
+import { currentTraceId } from '../telemetry/trace-id.ts';
 import type { AuditEvent, MappingRow } from './types.ts';
 
 export type { Db, DbOrTx };
@@ -121,12 +122,25 @@ export async function runPrepared(db: Db, statement: Prepared, values: Record<st
   }
 }
 
+/**
+ * The `trace_id` of an audit row written now, as a text parameter: the trace id of the active span
+ * (the HTTP request, the queue job, the library caller's own), null when nothing is traced. Every
+ * insert into batch_events takes it from here (or from `eventsJson`, which reads it the same way),
+ * called while the statement is built, i.e. inside the request or job that writes.
+ */
+export const traceIdNow = (): SQL => sql`${currentTraceId() ?? null}::text`;
+
 const EVENT_RECORD = sql.raw(
-  'e(at timestamptz, type text, from_state text, to_state text, operation text, http_status int, body_status int, duration_ms int, outcome text, error text, attempt int, worker_id text, class_id text, detail jsonb)',
+  'e(at timestamptz, type text, from_state text, to_state text, operation text, http_status int, body_status int, duration_ms int, outcome text, error text, attempt int, worker_id text, class_id text, detail jsonb, trace_id text)',
 );
 
-/** The events as one jsonb parameter (the insert then costs one statement, whatever their number). */
+/**
+ * The events as one jsonb parameter (the insert then costs one statement, whatever their number),
+ * each with the trace id current now (see `traceIdNow`): a run's statements are prepared once, so
+ * the trace id travels with its values.
+ */
 export function eventsJson(events: readonly AuditEvent[]): string {
+  const traceId = currentTraceId() ?? null;
   return JSON.stringify(
     events.map((e) => ({
       at: e.at ?? null,
@@ -143,6 +157,7 @@ export function eventsJson(events: readonly AuditEvent[]): string {
       worker_id: e.workerId ?? null,
       class_id: e.classId ?? null,
       detail: e.detail ?? null,
+      trace_id: traceId,
     })),
   );
 }
@@ -153,8 +168,8 @@ export function eventsJson(events: readonly AuditEvent[]): string {
  * the two are one statement and never disagree.
  */
 export function insertEvents(rowIds: SQL, events: SQL): SQL {
-  return sql`insert into batch_events (batch_row_id, at, type, from_state, to_state, operation, http_status, body_status, duration_ms, outcome, error, attempt, worker_id, class_id, detail)
-    select r.id, coalesce(e.at, now()), e.type, e.from_state, e.to_state, e.operation, e.http_status, e.body_status, e.duration_ms, e.outcome, e.error, e.attempt, e.worker_id, e.class_id, e.detail
+  return sql`insert into batch_events (batch_row_id, at, type, from_state, to_state, operation, http_status, body_status, duration_ms, outcome, error, attempt, worker_id, class_id, detail, trace_id)
+    select r.id, coalesce(e.at, now()), e.type, e.from_state, e.to_state, e.operation, e.http_status, e.body_status, e.duration_ms, e.outcome, e.error, e.attempt, e.worker_id, e.class_id, e.detail, e.trace_id
       from (${rowIds}) r, jsonb_to_recordset(${events}) as ${EVENT_RECORD}`;
 }
 

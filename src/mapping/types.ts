@@ -82,6 +82,8 @@ export interface TimelineEntry {
   workerId: string | null;
   classId: string | null;
   detail: Record<string, unknown> | null;
+  /** The trace id of the span that wrote it (the request, job or caller), null when nothing was traced. */
+  traceId: string | null;
 }
 
 /** A run's write found another runner holding a newer lease epoch: this run must stop writing at once. */

@@ -1,11 +1,15 @@
 // A batch's audit trail as `classroom-sync history` prints it. Nothing here may carry a join link.
+// A line ends with `trace <id>` when the trace that wrote it is not the one of the line above (the
+// request, the job, the caller: see src/telemetry/trace-id.ts), `trace none` when it has none after
+// one that had: the lines of one trace read as a block, and the id is there to paste into the
+// tracing backend.
 import type { TimelineEntry } from '../mapping/index.ts';
 
 export type { TimelineEntry };
 
 export function formatTimeline(entries: readonly TimelineEntry[]): string {
   return entries
-    .map((e) => {
+    .map((e, i) => {
       const when = e.at.toISOString();
       const who = [e.attempt ? `attempt ${e.attempt}` : '', e.workerId ?? ''].filter(Boolean).join(' ');
       let what: string;
@@ -20,7 +24,13 @@ export function formatTimeline(entries: readonly TimelineEntry[]): string {
         what = e.type;
       }
       const detail = e.detail ? ` ${JSON.stringify(e.detail)}` : '';
-      return `${when}  ${what}${detail}${who ? `  [${who}]` : ''}`;
+      return `${when}  ${what}${detail}${who ? `  [${who}]` : ''}${traceNote(e.traceId, entries[i - 1]?.traceId ?? null)}`;
     })
     .join('\n');
+}
+
+/** `  trace <id>` (or `  trace none`) when the line's trace is not the one of the line above, else nothing. */
+function traceNote(traceId: string | null, above: string | null): string {
+  if (traceId === above) return '';
+  return `  trace ${traceId ?? 'none'}`;
 }

@@ -44,6 +44,11 @@ export const batchEvents = pgTable(
     classId: text('class_id'),
     /** Small structured context: a resolution's decision and candidates, a repair's category. */
     detail: jsonb('detail').$type<EventDetail>(),
+    /**
+     * The OpenTelemetry trace id (32 hex digits) of the span active when the event was written: the
+     * HTTP request, the queue job or the library caller's own. Null when nothing was traced.
+     */
+    traceId: text('trace_id'),
   },
   (t) => [index('batch_events_batch_idx').on(t.batchRowId, t.id), index('batch_events_at_idx').on(t.at)],
 );
