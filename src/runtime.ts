@@ -2,6 +2,7 @@
 // in reverse order. Commands, the HTTP server and tests all start here.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import type { Telemetry } from 'bullmq';
 import { type RemoteObservers, type Remotes, createRemotes } from './accounts/remotes.ts';
 import type { Config } from './config.ts';
 import { type Database, createDatabase } from './db/client.ts';
@@ -11,6 +12,7 @@ import type { CredentialsBreaker } from './ratelimit/breaker.ts';
 import { type Redis, createRedis } from './redis.ts';
 import { within } from './timeout.ts';
 import { type SyncQueue, closeQueues, createSyncQueue, settleQueue } from './sync/queue.ts';
+import { queueTelemetry } from './telemetry/queue-telemetry.ts';
 
 export interface Runtime {
   config: Config;
@@ -22,21 +24,26 @@ export interface Runtime {
   /** Per account: its classroom client, rate limiter and credentials breaker (src/accounts). */
   remotes: Remotes;
   workerId: string;
+  /** BullMQ's tracing, for every queue and worker of this runtime; undefined when nothing traces. */
+  telemetry: Telemetry | undefined;
   close(): Promise<void>;
 }
 
 export interface RuntimeOptions extends RemoteObservers {
   logger?: Logger;
+  /** Defaults to the process's, set up by startTracing() (src/telemetry). */
+  telemetry?: Telemetry | undefined;
 }
 
 export function createRuntime(config: Config, options: RuntimeOptions = {}): Runtime {
   const logger = options.logger ?? processLogger(config);
   const database = createDatabase(config.databaseUrl, { max: Math.max(10, config.sync.concurrency + 4) });
   const redis = createRedis(config.redisUrl, 'worker');
-  const queue = createSyncQueue({ connection: redis, prefix: config.queuePrefix, attempts: config.sync.attempts });
+  const telemetry = options.telemetry ?? queueTelemetry();
+  const queue = createSyncQueue({ connection: redis, prefix: config.queuePrefix, attempts: config.sync.attempts, telemetry });
   // Without a listener an 'error' event (Redis unreachable) would end the process.
   queue.on('error', (error) => logger.warn({ err: error }, 'queue connection error; will keep retrying'));
-  const { logger: _logger, ...observers } = options;
+  const { logger: _logger, telemetry: _telemetry, ...observers } = options;
   const remotes = createRemotes({
     accounts: config.accounts,
     defaultAccount: defaultAccountOf(config),
@@ -55,6 +62,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     queue,
     remotes,
     workerId,
+    telemetry,
     async close() {
       await settleQueue(queue);
       await closeQueues(queue).catch((error: unknown) => logger.warn({ err: error }, 'closing the queues failed; their connection is closed next'));

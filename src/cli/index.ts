@@ -1,7 +1,5 @@
 // The one entry point (bin/classroom-sync.js). Each command is wired in its own file of this folder;
 // what a command does lives in src/commands/ and the domain folders below.
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import type { Config } from '../config.ts';
 import { packageVersion } from '../version.ts';
@@ -9,8 +7,9 @@ import { registerAbandonCommand } from './abandon.ts';
 import { registerCheckCommand } from './check.ts';
 import { registerDeliveriesCommand } from './deliveries.ts';
 import { registerDemoCommand } from './demo.ts';
+import { loadDotEnv } from './dotenv.ts';
 import { registerEnqueueCommand } from './enqueue.ts';
-import { type FatalContext, UsageError, reportFatal } from './errors.ts';
+import { type FatalContext, reportFatal } from './errors.ts';
 import { registerHistoryCommand } from './history.ts';
 import { registerImportCommand } from './import.ts';
 import { registerMigrateCommand } from './migrate.ts';
@@ -36,22 +35,6 @@ export async function main(argv: string[]): Promise<void> {
   } catch (error) {
     process.exitCode = reportFatal(error, context);
   }
-}
-
-/**
- * Loads `.env` from the working directory, if there is one. Variables already in the environment
- * win, so a deployment can override any line of it. Returns the file's path when it was loaded.
- */
-export function loadDotEnv(cwd = process.cwd()): string | undefined {
-  const file = resolve(cwd, '.env');
-  if (!existsSync(file)) return undefined;
-  if (typeof process.loadEnvFile !== 'function') {
-    throw new UsageError(
-      `${file} exists, but Node.js ${process.version} cannot read .env files (20.12 or later can): upgrade Node.js, or export the variables instead.`,
-    );
-  }
-  process.loadEnvFile(file);
-  return file;
 }
 
 /** Every command, in the order `--help` lists them. The configuration is read once, by the first command that needs it. */

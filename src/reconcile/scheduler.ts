@@ -41,6 +41,7 @@ export async function createReconciler(runtime: Runtime, options: ReconcilerOpti
   const queue = new Queue<Record<string, never>, ReconcileJobResult>(RECONCILE_QUEUE, {
     connection: runtime.redis,
     prefix: config.queuePrefix,
+    ...(runtime.telemetry ? { telemetry: runtime.telemetry } : {}),
   });
   await placeSchedule(queue, options.everyMs ?? config.sync.reconcileEveryMs);
 
@@ -52,6 +53,8 @@ export async function createReconciler(runtime: Runtime, options: ReconcilerOpti
       connection,
       prefix: config.queuePrefix,
       concurrency: 1,
+      // Each pass is a trace of its own: the tick's job, its statements and its remote calls.
+      ...(runtime.telemetry ? { telemetry: runtime.telemetry } : {}),
     });
     worker.on('error', (error) => logger.error({ err: error }, 'reconcile worker error'));
   }

@@ -1,4 +1,5 @@
-import { Queue } from 'bullmq';
+import { Queue, type Telemetry } from 'bullmq';
+import { queueTelemetry } from '../telemetry/queue-telemetry.ts';
 import type { Redis } from '../redis.ts';
 import { within } from '../timeout.ts';
 import { type BatchKey, jobIdFor } from './keys.ts';
@@ -22,13 +23,16 @@ export interface SyncQueueOptions {
   connection: Redis;
   prefix: string;
   attempts: number;
+  /** Traces each add as the parent of the job's runs; defaults to this process's (none when nothing traces). */
+  telemetry?: Telemetry | undefined;
 }
 
-export function createSyncQueue({ connection, prefix, attempts }: SyncQueueOptions): SyncQueue {
+export function createSyncQueue({ connection, prefix, attempts, telemetry = queueTelemetry() }: SyncQueueOptions): SyncQueue {
   const open = (name: string) =>
     new Queue<SyncJobData, SyncResult, string>(name, {
       connection,
       prefix,
+      ...(telemetry ? { telemetry } : {}),
       defaultJobOptions: {
         attempts,
         backoff: { type: BACKOFF_STRATEGY },

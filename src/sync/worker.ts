@@ -13,6 +13,7 @@ import type { ProcessorDeps, SyncAccount } from './types.ts';
 import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
 import { BACKGROUND_QUEUE, BACKOFF_STRATEGY, SYNC_QUEUE, type SyncJobData, type SyncResult } from './queue.ts';
 import { createSweeper } from './sweep.ts';
+import { labelRuns } from './job-span.ts';
 import { outbox, pruneEvents } from '../mapping/index.ts';
 
 export interface SyncWorker {
@@ -62,16 +63,15 @@ export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = 
     sharedSlots: runtime.remotes.all.length > 1,
     outageRetryMs: config.sync.backoffMaxMs,
   };
-  const processor = observeResults(createSyncProcessor(deps), options.onJobResult);
+  const processor = observeResults(labelRuns(createSyncProcessor(deps)), options.onJobResult);
   // Blocking commands need connections of their own. The background workers (operator work and
   // backfill) have slots of their own: they may wait for a rate-limit slot without taking one from live work.
   const connections = [createRedis(config.redisUrl, 'worker'), createRedis(config.redisUrl, 'worker')] as const;
-  const worker = createBullWorker(config, { name: SYNC_QUEUE, concurrency: config.sync.concurrency, connection: connections[0] }, processor, logger);
+  const worker = createBullWorker(runtime, { name: SYNC_QUEUE, concurrency: config.sync.concurrency, connection: connections[0] }, processor);
   const background = createBullWorker(
-    config,
+    runtime,
     { name: BACKGROUND_QUEUE, concurrency: config.sync.backgroundConcurrency, connection: connections[1] },
     processor,
-    logger,
   );
   pools = [worker, background];
 
@@ -151,15 +151,17 @@ function syncAccounts(runtime: Runtime, pools: () => Worker<SyncJobData, SyncRes
 
 /** A BullMQ worker over one of the sync queues, with the lock, stall and backoff settings the lease relies on. */
 function createBullWorker(
-  config: Config,
+  runtime: Pick<Runtime, 'config' | 'logger' | 'telemetry'>,
   pool: { name: string; concurrency: number; connection: Redis },
   processor: SyncProcessor,
-  logger: Runtime['logger'],
 ): Worker<SyncJobData, SyncResult> {
+  const { config, logger } = runtime;
   const worker = new Worker<SyncJobData, SyncResult>(pool.name, processor, {
     connection: pool.connection,
     prefix: config.queuePrefix,
     concurrency: pool.concurrency,
+    // Each run is a span in its batch's trace (child of where the job was added, whichever process).
+    ...(runtime.telemetry ? { telemetry: runtime.telemetry } : {}),
     // A SIGKILLed worker's jobs come back after the stall check; the PostgreSQL lease keeps the
     // re-run from racing a run that is still alive, so stalls are never counted against a job.
     maxStalledCount: 1_000,
