@@ -1,24 +1,23 @@
 // Cost per batch: the worker's CPU time per synced batch, beside the floor of the same work done
-// with three bare `fetch` calls, and the worker's peak RSS.
+// with three bare `fetch` calls, the worker's peak RSS, and the CPU per batch with tracing on.
 //
 //   npm run bench:cost                       # 2,000 measured batches after 300 to warm up
 //   npm run bench:cost -- --batches 5000
 //   npm run bench:cost -- --profile FILE     # also the worker's CPU profile, over as many batches again
 //                                            # (summary: npx tsx bench/support/profile-top.ts FILE)
 //
-// Three processes besides this one: the sandbox (`classroom-sync sandbox`, no latency, no limit);
-// the worker (this file with --worker-child: `startWorker`, exactly what `classroom-sync worker`
-// runs, with default settings and info logs to /dev/null), which reports its own
-// `process.cpuUsage()` and max RSS when asked; and the floor (this file with --floor-child): the
-// same three requests per batch (add-class, edit-class, get-class, with the real headers) through
-// bare `fetch`, with as many in flight as the worker's SYNC_CONCURRENCY, measured the same way.
+// Processes besides this one: the sandbox (`classroom-sync sandbox`, no latency, no limit); the
+// worker (support/cost-worker.ts: `startWorker`, exactly what `classroom-sync worker` runs, with
+// default settings and info logs to /dev/null), which reports its own `process.cpuUsage()` and max
+// RSS when asked, run three times: tracing off, on (OTLP/HTTP protobuf to a stand-in collector in
+// this process, support/collector.ts), off again; and the floor (this file with --floor-child):
+// the same three requests per batch (add-class, edit-class, get-class, with the real headers)
+// through bare `fetch`, with as many in flight as the worker's SYNC_CONCURRENCY, measured the same way.
 import { fork } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { countStatements } from './support/statements.ts';
 import { loadConfig } from '../src/config.ts';
 import { publishBatches } from '../src/intake/publish.ts';
 import { createLogger } from '../src/logger.ts';
@@ -27,6 +26,8 @@ import { startSandboxProcess } from './support/processes.ts';
 import { type Profile, summarize } from './support/profile-top.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, round } from './support/report.ts';
 import { argValue, benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';
+import { startCollector } from './support/collector.ts';
+import { type Usage, usage } from './support/usage.ts';
 
 const WARM_UP = 300;
 
@@ -41,14 +42,8 @@ interface Measured {
   maxRssMb: number;
   perSecond: number;
 }
-const SELF = fileURLToPath(import.meta.url);
-
-interface Usage {
-  cpuMs: number;
-  maxRssMb: number;
-  /** PostgreSQL statements the worker sent so far (BEGIN and COMMIT included). */
-  statements?: number;
-}
+const FLOOR = fileURLToPath(import.meta.url);
+const WORKER = fileURLToPath(new URL('./support/cost-worker.ts', import.meta.url));
 
 async function main(): Promise<void> {
   const batches = numberSetting('--batches', 'BENCH_BATCHES', 2_000);
@@ -56,66 +51,85 @@ async function main(): Promise<void> {
   const machine = machineAtStart();
   const scratch = await createScratch('cost');
   const sandbox = await startSandboxProcess([], scratch.env);
+  const collector = await startCollector();
   const pool = scratchPool(scratch);
   const env = { ...scratch.env, CLASSROOM_BASE_URL: sandbox.url, LOG_LEVEL: 'info', CLASSROOM_RATE_LIMIT_PER_MINUTE: '1000000' };
   const config = loadConfig(env);
+  const runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
+  const deps = publishDepsOf(runtime);
+  const sync = async (prefix: string, n: number) => {
+    const events = benchEvents(prefix, n);
+    for (let i = 0; i < n; i += 1_000) await publishBatches(deps, events.slice(i, i + 1_000));
+    await untilTerminal(pool, `${prefix}-%`, n);
+  };
   // The floor is measured before and after the worker (load drifts on a shared machine); mean used.
   const measureFloor = async () => {
-    const child = startChild(['--floor-child', sandbox.url, String(batches), String(config.sync.concurrency)], env);
+    const child = startChild(FLOOR, ['--floor-child', sandbox.url, String(batches), String(config.sync.concurrency)], env);
     const floor = await child.next<Floor>();
     await child.stop();
     return floor;
   };
+  // Tracing off, on (exporting to the stand-in collector over OTLP/HTTP protobuf), off again.
+  const tracingEnv = { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: 'classroom-sync-bench' };
   try {
     const floorBefore = await measureFloor();
-    const worker = startChild(['--worker-child', ...(profileFile ? ['--profile', resolve(profileFile)] : [])], env);
-    let measured: Measured;
-    try {
-      await worker.next();
-      const runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
-      const deps = publishDepsOf(runtime);
-      try {
-        const sync = async (prefix: string, n: number) => {
-          const events = benchEvents(prefix, n);
-          for (let i = 0; i < n; i += 1_000) await publishBatches(deps, events.slice(i, i + 1_000));
-          await untilTerminal(pool, `${prefix}-%`, n);
-        };
-        await sync('warm', WARM_UP);
-        const before = await worker.ask<Usage>('usage');
-        const started = performance.now();
-        await sync('cost', batches);
-        const seconds = (performance.now() - started) / 1000;
-        const after = await worker.ask<Usage>('usage');
-        if (profileFile) {
-          // Profiled over batches of their own: sampling costs CPU, so it stays out of the figures.
-          await worker.ask('profile-start');
-          await sync('profiled', batches);
-          await worker.ask('profile-stop');
-        }
-        measured = {
-          cpuMsPerBatch: (after.cpuMs - before.cpuMs) / batches,
-          statementsPerBatch: ((after.statements ?? 0) - (before.statements ?? 0)) / batches,
-          maxRssMb: after.maxRssMb,
-          perSecond: batches / seconds,
-        };
-      } finally {
-        await runtime.close();
-      }
-    } finally {
-      await worker.stop();
-    }
-    const synced = await countSynced(pool, 'cost-%');
+    const off1 = await measureWorker({ name: 'off1', env, batches, sync, profileFile });
+    const on = await measureWorker({ name: 'on', env: tracingEnv, tracing: true, batches, sync });
+    const off2 = await measureWorker({ name: 'off2', env, batches, sync });
+    const synced = await countSynced(pool, '%-cost-%');
     const floorAfter = await measureFloor();
     const floor = {
       cpuMsPerBatch: (floorBefore.cpuMsPerBatch + floorAfter.cpuMsPerBatch) / 2,
       maxRssMb: Math.max(floorBefore.maxRssMb, floorAfter.maxRssMb),
       runs: [floorBefore.cpuMsPerBatch, floorAfter.cpuMsPerBatch],
     };
-    report({ machine, batches, synced, concurrency: config.sync.concurrency, measured, floor, profileFile });
+    const measured = { ...off1, cpuMsPerBatch: (off1.cpuMsPerBatch + off2.cpuMsPerBatch) / 2, maxRssMb: Math.max(off1.maxRssMb, off2.maxRssMb) };
+    const tracing = { on, offRuns: [off1.cpuMsPerBatch, off2.cpuMsPerBatch], exported: collector.received() };
+    report({ machine, batches, synced, concurrency: config.sync.concurrency, measured, floor, tracing, profileFile });
   } finally {
+    await runtime.close();
+    await collector.close();
     await pool.end();
     await sandbox.stop();
     await scratch.drop();
+  }
+}
+
+interface Arm {
+  name: string;
+  env: Record<string, string>;
+  tracing?: boolean;
+  batches: number;
+  sync(prefix: string, n: number): Promise<void>;
+  profileFile?: string | undefined;
+}
+
+/** One worker process: warmed up, then its CPU across `batches` batches, each arm on batches of its own. */
+async function measureWorker(arm: Arm): Promise<Measured> {
+  const args = [...(arm.tracing ? ['--tracing'] : []), ...(arm.profileFile ? ['--profile', resolve(arm.profileFile)] : [])];
+  const worker = startChild(WORKER, args, arm.env);
+  try {
+    await worker.next();
+    await arm.sync(`${arm.name}-warm`, WARM_UP);
+    const before = await worker.ask<Usage>('usage');
+    const started = performance.now();
+    await arm.sync(`${arm.name}-cost`, arm.batches);
+    const seconds = (performance.now() - started) / 1000;
+    const after = await worker.ask<Usage>('usage');
+    if (arm.profileFile) {
+      // Profiled over batches of their own: sampling costs CPU, so it stays out of the figures.
+      await worker.ask('profile-start');
+      await arm.sync(`${arm.name}-profiled`, arm.batches);
+      await worker.ask('profile-stop');
+    }
+    return {
+      cpuMsPerBatch: (after.cpuMs - before.cpuMs) / arm.batches,
+      statementsPerBatch: ((after.statements ?? 0) - (before.statements ?? 0)) / arm.batches,
+      maxRssMb: after.maxRssMb,
+      perSecond: arm.batches / seconds,
+    };
+  } finally {
+    await worker.stop();
   }
 }
 
@@ -137,11 +151,11 @@ async function countSynced(pool: pg.Pool, like: string): Promise<number> {
   return Number(rows[0]!.n);
 }
 
-/** A child process of this file speaking a tiny request/answer protocol over IPC. */
-function startChild(args: string[], env: Record<string, string>) {
+/** A child process (this file's floor, or the worker) speaking a tiny request/answer protocol over IPC. */
+function startChild(file: string, args: string[], env: Record<string, string>) {
   const execArgv = ['--import', 'tsx'];
   // stdout to /dev/null: the worker's info logs cost what they cost in production, and no more.
-  const child = fork(SELF, args, { execArgv, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const child = fork(file, args, { execArgv, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   const next = <T>() =>
     new Promise<T>((resolve, reject) => {
@@ -166,39 +180,6 @@ function startChild(args: string[], env: Record<string, string>) {
       clearTimeout(timer);
     },
   };
-}
-
-function usage(): Usage {
-  const cpu = process.cpuUsage();
-  return { cpuMs: (cpu.user + cpu.system) / 1000, maxRssMb: round(process.resourceUsage().maxRSS / 1024) };
-}
-
-/** `classroom-sync worker` in a process of its own that answers 'usage' and 'stop'. */
-async function workerChild(): Promise<void> {
-  const statements = countStatements();
-  const profile = argValue('--profile');
-  const { startWorker } = await import('../src/commands/worker.ts');
-  const worker = await startWorker(loadConfig(process.env));
-  // The profile covers batches synced after the measured ones (`profile-start` to `profile-stop`).
-  const session = profile ? new Session() : undefined;
-  session?.connect();
-  process.on('message', (m) => {
-    if (m === 'usage') process.send!({ ...usage(), statements: statements() });
-    if (m === 'profile-start' && session) {
-      void session
-        .post('Profiler.enable')
-        .then(() => session.post('Profiler.start'))
-        .then(() => process.send!('profiling'));
-    }
-    if (m === 'profile-stop' && session) {
-      void session
-        .post('Profiler.stop')
-        .then(({ profile: p }) => writeFileSync(profile!, JSON.stringify(p)))
-        .then(() => process.send!('profiled'));
-    }
-    if (m === 'stop') void worker.stop().then(() => process.exit(0));
-  });
-  process.send!('ready');
 }
 
 /** The floor: per batch, the three requests the worker sends, through bare fetch. */
@@ -254,12 +235,16 @@ function report(r: {
   concurrency: number;
   measured: Measured;
   floor: Floor & { runs: number[] };
+  tracing: { on: Measured; offRuns: number[]; exported: { requests: number; bytes: number } };
   profileFile: string | undefined;
 }): void {
   const ratio = r.measured.cpuMsPerBatch / r.floor.cpuMsPerBatch;
+  const tracingRatio = r.tracing.on.cpuMsPerBatch / r.measured.cpuMsPerBatch;
+  // One section per Node.js major: tracing's share differs between them (AsyncLocalStorage).
+  const major = process.versions.node.split('.')[0];
   publish({
-    bench: 'cost',
-    title: 'Cost per batch (`bench/cost.ts`)',
+    bench: `cost-node${major}`,
+    title: `Cost per batch on Node ${major} (\`bench/cost.ts\`)`,
     command: `npm run bench:cost -- --batches ${r.batches}${r.profileFile ? ' --profile FILE' : ''}`,
     machine: machineAtEnd(r.machine),
     figures: {
@@ -274,6 +259,12 @@ function report(r: {
       workerPeakRssMb: r.measured.maxRssMb,
       floorPeakRssMb: r.floor.maxRssMb,
       batchesPerSecond: round(r.measured.perSecond, 1),
+      tracingOffCpuMsPerBatch: r.tracing.offRuns.map((v) => round(v, 2)),
+      tracingOnCpuMsPerBatch: round(r.tracing.on.cpuMsPerBatch, 2),
+      tracingOnToOff: round(tracingRatio, 3),
+      tracingOnPeakRssMb: r.tracing.on.maxRssMb,
+      tracingExportRequests: r.tracing.exported.requests,
+      tracingExportBytes: r.tracing.exported.bytes,
       ...(r.profileFile ? { profile: r.profileFile } : {}),
     },
     rows: [
@@ -294,11 +285,22 @@ function report(r: {
         met: r.measured.statementsPerBatch <= 8,
       },
       { figure: 'worker peak RSS', value: `${r.measured.maxRssMb} MB (the fetch floor process: ${r.floor.maxRssMb} MB)` },
-      { figure: 'worker throughput while measured', value: `${r.measured.perSecond.toFixed(1)} batches/s (${r.synced}/${r.batches} synced)` },
+      { figure: 'worker throughput while measured', value: `${r.measured.perSecond.toFixed(1)} batches/s (${r.synced}/${3 * r.batches} synced)` },
+      {
+        figure: 'worker CPU per batch, tracing on ÷ off',
+        value: `${tracingRatio.toFixed(3)} (${r.tracing.on.cpuMsPerBatch.toFixed(2)} ms on; off before / after: ${r.tracing.offRuns.map((v) => v.toFixed(2)).join(' / ')} ms)`,
+        goal: '≤ 1.3',
+        met: tracingRatio <= 1.3,
+      },
+      {
+        figure: 'tracing on: peak RSS, exported',
+        value: `${r.tracing.on.maxRssMb} MB; ${r.tracing.exported.requests} OTLP requests, ${(r.tracing.exported.bytes / 1e6).toFixed(1)} MB`,
+      },
     ],
     notes: [
       `Worker: \`startWorker\` (what \`classroom-sync worker\` runs: sync, HTTP API, metrics) in its own process, SYNC_CONCURRENCY ${r.concurrency}, LOG_LEVEL info to /dev/null, limiter set far above the load; CPU is \`process.cpuUsage()\` (user + system) across ${r.batches} batches published at once, after ${WARM_UP} to warm up. Sandbox: its own process, no latency.`,
       `Floor: another process sends the same three requests per batch (same headers and bodies) with bare \`fetch\`, ${r.concurrency} at a time, measured the same way after ${WARM_UP} to warm up, once before and once after the worker (the mean is the floor).`,
+      `Tracing: the same worker with OTEL_EXPORTER_OTLP_ENDPOINT set (and nothing else: protocol http/protobuf, sampler parentbased_always_on, the batch span processor's defaults), started as \`classroom-sync worker\` starts it, exporting to a stand-in collector that answers 200 and keeps nothing. The batches are published without a trace (the bench's own process has none), so each job's spans start a trace in the worker. Off is the mean of a run before and a run after.`,
       'What bounds the ratio: docs/performance.md, "What bounds the figures that miss". Profile it with `npm run bench:cost -- --profile FILE` (then `npx tsx bench/support/profile-top.ts FILE`).',
       ...(r.profileFile ? [profileNote(r.profileFile, r.batches)] : []),
     ],
@@ -313,6 +315,5 @@ function profileNote(file: string, batches: number): string {
   return `Profiled over another ${batches} batches after the measured ones (sampling costs CPU, so the figures above are from an unprofiled stretch). Self time per batch, charged to the nearest package or file of ours up the stack, socket writes apart (the profile samples by wall clock, so theirs includes time the worker was not running): ${items.join(', ')}.`;
 }
 
-if (process.argv.includes('--worker-child')) await workerChild();
-else if (process.argv.includes('--floor-child')) await floorChild();
+if (process.argv.includes('--floor-child')) await floorChild();
 else await main();

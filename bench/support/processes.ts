@@ -1,5 +1,5 @@
 // The processes a benchmark measures or talks to, each started through the real CLI
-// (`node bin/classroom-sync.js …`): a sandbox with its own clock and event loop, and workers.
+// (`node scripts/dev-cli.mjs …`, the sources through tsx): a sandbox with its own clock and event loop, and workers.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
