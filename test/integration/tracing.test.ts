@@ -252,6 +252,35 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
   });
 });
 
+describe('a worker killed in the middle of a run', () => {
+  it('leaves the run after the crash, on another worker, in the same trace', async () => {
+    // The batch's edit-class hangs: its first run is under way, past add-class, when its worker dies.
+    h.sandbox.faults.enqueue({ operation: 'editClass', fault: 'hang' });
+    const first = startWorkerCli(otelEnv());
+    const url = await urlOf(first);
+    const traceId = hex(16);
+    const answer = await fetch(`${url}/v1/batches`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', traceparent: `00-${traceId}-${hex(8)}-01` },
+      body: JSON.stringify([{ batchId: 'traced-crash', name: 'Crashed Batch', subject: 'Maths' }]),
+    });
+    expect(answer.status).toBe(202);
+    await waitFor(async () => (await rowOf(h, 'traced-crash'))?.classId, 'the class of traced-crash stored');
+    first.signal('SIGKILL');
+    await first.result;
+
+    const second = startWorkerCli(otelEnv());
+    await untilSynced(h, 'traced-crash');
+    const run = await waitFor(
+      () => consumerSpansOf('traced-crash').find((s) => s.attributes['classroom_sync.outcome'] === 'synced'),
+      'the run that synced traced-crash',
+    );
+    expect(run.traceId).toBe(traceId);
+    second.signal('SIGTERM');
+    expect((await second.result).code).toBe(0);
+  });
+});
+
 describe('short commands', () => {
   it('trace a command as one root span named after it, as classroom-sync unless OTEL_SERVICE_NAME says otherwise', async () => {
     const ran = await runCli(['status', 'traced-none'], { env: { ...h.env, ...otelEnv() } });
