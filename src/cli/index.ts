@@ -1,4 +1,4 @@
-// The one entry point (bin/classroom-sync.js). Each command is wired in its own file of this folder;
+// The CLI (started by src/cli/main.ts, the package's bin). Each command is wired in its own file of this folder;
 // what a command does lives in src/commands/ and the domain folders below.
 import { Command, Option } from 'commander';
 import type { Config } from '../config.ts';
@@ -20,12 +20,13 @@ import { registerSandboxCommand } from './sandbox.ts';
 import { registerStatusCommand } from './status.ts';
 import { registerWorkerCommand } from './worker.ts';
 
-export async function main(argv: string[]): Promise<void> {
+/** Runs the command `argv` names. `dotEnv` loads `.env` (main.ts has loaded it already, before tracing). */
+export async function main(argv: string[], dotEnv: () => string | undefined = loadDotEnv): Promise<void> {
   // Known before parsing, so that even an error while parsing can show its stack.
   const context: FatalContext = { verbose: argv.includes('--verbose') };
   let program: Command;
   try {
-    program = buildProgram(loadDotEnv(), context);
+    program = buildProgram(dotEnv(), context);
   } catch (error) {
     process.exitCode = reportFatal(error, context);
     return;

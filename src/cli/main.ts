@@ -6,23 +6,29 @@
 import { loadDotEnv } from './dotenv.ts';
 import { startTracing } from '../telemetry/start.ts';
 
-const stopTracing = await startTracing(envWithDotEnv());
+const dotEnv = readDotEnvOnce();
+const stopTracing = await startTracing(process.env);
 const { main } = await import('./index.ts');
 if (stopTracing) {
   const { inCommandSpan } = await import('../telemetry/command-span.ts');
-  await inCommandSpan(process.argv, () => main(process.argv));
+  await inCommandSpan(process.argv, () => main(process.argv, dotEnv));
   // Flushes what is still buffered: a short command ends long before the next scheduled export.
   await stopTracing().catch((error: unknown) => console.error(`classroom-sync: could not export the last traces: ${String(error)}`));
 } else {
-  await main(process.argv);
+  await main(process.argv, dotEnv);
 }
 
-/** The environment with .env's lines; a .env that cannot be read is reported by main() itself. */
-function envWithDotEnv(): NodeJS.ProcessEnv {
+/**
+ * Loads `.env` into the environment now (tracing reads its OTEL_* lines) and hands main() the
+ * outcome: the file's path, or the error main() reports like any other (without it, no tracing).
+ */
+function readDotEnvOnce(): () => string | undefined {
   try {
-    loadDotEnv();
-  } catch {
-    // main() loads it again and explains the problem; without it, no tracing.
+    const file = loadDotEnv();
+    return () => file;
+  } catch (error) {
+    return () => {
+      throw error;
+    };
   }
-  return process.env;
 }

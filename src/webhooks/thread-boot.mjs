@@ -1,6 +1,6 @@
 // The delivery thread's first module. It lowers the thread's priority before anything else runs
 // (see ./thread.ts), and, since a worker thread does not inherit the TypeScript loader its process
-// registered (bin/classroom-sync.js), registers its own when the entry is a .ts file.
+// registered (scripts/dev-cli.mjs runs the sources through tsx), registers its own when the entry is a .ts file.
 import { platform, setPriority } from 'node:os';
 import { workerData } from 'node:worker_threads';
 
