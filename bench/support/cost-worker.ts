@@ -8,16 +8,12 @@ import { Session } from 'node:inspector/promises';
 import { startTracing } from '../../src/telemetry/start.ts';
 import { usage } from './usage.ts';
 
-const flag = (name: string) => {
-  const at = process.argv.indexOf(name);
-  return at === -1 ? undefined : process.argv[at + 1];
-};
-
 const stopTracing = process.argv.includes('--tracing') ? await startTracing(process.env) : undefined;
 if (process.argv.includes('--tracing') && !stopTracing) throw new Error('--tracing: the OTEL_* variables did not turn tracing on');
 const { countStatements } = await import('./statements.ts');
 const statements = countStatements();
-const profile = flag('--profile');
+const { argValue } = await import('./scratch.ts');
+const profile = argValue('--profile');
 const { loadConfig } = await import('../../src/config.ts');
 const { startWorker } = await import('../../src/commands/worker.ts');
 const worker = await startWorker(loadConfig(process.env));

@@ -53,6 +53,15 @@ async function urlOf(cli: RunningCli): Promise<string> {
 }
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+
+/** POST /v1/batches of one batch, with a W3C traceparent naming `traceId` and the caller's span `parentId`. */
+function postTraced(url: string, batch: { batchId: string; name: string }, traceId = hex(16), parentId = hex(8)): Promise<Response> {
+  return fetch(`${url}/v1/batches`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', traceparent: `00-${traceId}-${parentId}-01` },
+    body: JSON.stringify([{ ...batch, subject: 'Maths' }]),
+  });
+}
 const inTrace = (traceId: string) => receiver.spans().filter((s) => s.traceId === traceId);
 const consumerSpansOf = (batchId: string) =>
   receiver.spans().filter((s) => s.kind === SPAN_KIND.consumer && s.attributes['classroom_sync.batch_id'] === batchId);
@@ -88,11 +97,7 @@ describe('tracing off (no OTEL_* variables)', () => {
     const before = receiver.requests();
     const worker = startWorkerCli();
     const url = await urlOf(worker);
-    await fetch(`${url}/v1/batches`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', traceparent: `00-${hex(16)}-${hex(8)}-01` },
-      body: JSON.stringify([{ batchId: 'untraced-1', name: 'Untraced', subject: 'Maths' }]),
-    });
+    await postTraced(url, { batchId: 'untraced-1', name: 'Untraced' });
     await untilSynced(h, 'untraced-1');
     worker.signal('SIGTERM');
     expect((await worker.result).code).toBe(0);
@@ -119,11 +124,7 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
 
   it('makes one trace of a batch: the POST with a traceparent, the queue, the three remote calls, the statements', async () => {
     const [traceId, parentId] = [hex(16), hex(8)];
-    const answer = await fetch(`${url}/v1/batches`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', traceparent: `00-${traceId}-${parentId}-01` },
-      body: JSON.stringify([{ batchId: 'traced-1', name: 'Traced Batch', subject: 'Maths' }]),
-    });
+    const answer = await postTraced(url, { batchId: 'traced-1', name: 'Traced Batch' }, traceId, parentId);
     expect(answer.status).toBe(202);
     const row = await untilSynced(h, 'traced-1');
     const spans = await syncedTrace('traced-1');
@@ -187,11 +188,7 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
     h.sandbox.faults.enqueue({ operation: 'editClass', fault: 'error5xx' });
     h.sandbox.faults.enqueue({ operation: 'getClass', fault: 'throttle' });
     const traceId = hex(16);
-    const answer = await fetch(`${url}/v1/batches`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', traceparent: `00-${traceId}-${hex(8)}-01` },
-      body: JSON.stringify([{ batchId: 'traced-retry', name: 'Retried Batch', subject: 'Maths' }]),
-    });
+    const answer = await postTraced(url, { batchId: 'traced-retry', name: 'Retried Batch' }, traceId);
     expect(answer.status).toBe(202);
     await untilSynced(h, 'traced-retry');
     await syncedTrace('traced-retry');
@@ -259,11 +256,7 @@ describe('a worker killed in the middle of a run', () => {
     const first = startWorkerCli(otelEnv());
     const url = await urlOf(first);
     const traceId = hex(16);
-    const answer = await fetch(`${url}/v1/batches`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', traceparent: `00-${traceId}-${hex(8)}-01` },
-      body: JSON.stringify([{ batchId: 'traced-crash', name: 'Crashed Batch', subject: 'Maths' }]),
-    });
+    const answer = await postTraced(url, { batchId: 'traced-crash', name: 'Crashed Batch' }, traceId);
     expect(answer.status).toBe(202);
     await waitFor(async () => (await rowOf(h, 'traced-crash'))?.classId, 'the class of traced-crash stored');
     first.signal('SIGKILL');
