@@ -19,6 +19,14 @@ module.exports = {
       to: { circular: true },
     },
     {
+      name: 'root-holds-only-the-entry',
+      comment:
+        'src/ itself holds only index.ts, the package entry, which nothing imports: every other module lives in a folder, so no root file and folder can import each other.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^src/[^/]+$' },
+    },
+    {
       name: 'tables-only-through-mapping',
       comment: 'src/mapping owns the tables: nothing else imports the schema (types included: import them from src/mapping).',
       severity: 'error',

@@ -14,9 +14,9 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { publishBatches } from '../src/intake/publish.ts';
-import { createLogger } from '../src/logger.ts';
-import { loadConfig } from '../src/config.ts';
-import { createRuntime, publishDepsOf } from '../src/runtime.ts';
+import { createLogger } from '../src/logging/logger.ts';
+import { loadConfig } from '../src/config/config.ts';
+import { createRuntime, publishDepsOf } from '../src/runtime/runtime.ts';
 import { accountEntry, instituteOf } from '../test/helpers/accounts.ts';
 import { type SandboxProcess, type WorkerChild, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
 import { type Machine, type Row, machineAtEnd, machineAtStart, publish, round, slope } from './support/report.ts';

@@ -12,9 +12,9 @@
 // synced in the window; the calls per minute over the window against R, for the fleet and for each
 // lane (the rate-limit slots the workers granted to it); the 429s the sandbox sent.
 import { publishBatches } from '../src/intake/publish.ts';
-import { createLogger } from '../src/logger.ts';
-import { loadConfig } from '../src/config.ts';
-import { createRuntime, publishDepsOf } from '../src/runtime.ts';
+import { createLogger } from '../src/logging/logger.ts';
+import { loadConfig } from '../src/config/config.ts';
+import { createRuntime, publishDepsOf } from '../src/runtime/runtime.ts';
 import type { CallLane } from '../src/ratelimit/limiter.ts';
 import { type WorkerChild, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round, slope } from './support/report.ts';

@@ -15,10 +15,10 @@
 //   3. The same at 5 batches/s: time to synced when nothing else of this benchmark is busy.
 import { cpus } from 'node:os';
 import type pg from 'pg';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/config.ts';
 import { type PublishDeps, publishBatches } from '../src/intake/publish.ts';
-import { createLogger } from '../src/logger.ts';
-import { createRuntime, publishDepsOf } from '../src/runtime.ts';
+import { createLogger } from '../src/logging/logger.ts';
+import { createRuntime, publishDepsOf } from '../src/runtime/runtime.ts';
 import { machineCpuSeconds, processCpuSeconds, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round, steadyRate } from './support/report.ts';
 import { benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';

@@ -17,11 +17,11 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/config.ts';
 import type { PublishDeps } from '../src/intake/publish.ts';
-import { createLogger } from '../src/logger.ts';
+import { createLogger } from '../src/logging/logger.ts';
 import { SCRAPE_REUSE_MS, SCRAPE_SPACING_MS } from '../src/metrics/scrape-guard.ts';
-import { createRuntime, publishDepsOf } from '../src/runtime.ts';
+import { createRuntime, publishDepsOf } from '../src/runtime/runtime.ts';
 import { processCpuSeconds, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round } from './support/report.ts';
 import { benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';

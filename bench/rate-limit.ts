@@ -9,10 +9,10 @@
 // CLASSROOM_RATE_LIMIT_PER_MINUTE=R. The benchmark publishes the batches, samples the sandbox's call
 // counter every 250 ms and fits its slope between 10 % and 90 % of the calls. The limiter schedules
 // calls at 98 % of R on purpose (headroom for jitter), so 0.98 is the ceiling of "use of R".
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/config.ts';
 import { publishBatches } from '../src/intake/publish.ts';
-import { createLogger } from '../src/logger.ts';
-import { createRuntime, publishDepsOf } from '../src/runtime.ts';
+import { createLogger } from '../src/logging/logger.ts';
+import { createRuntime, publishDepsOf } from '../src/runtime/runtime.ts';
 import type { SandboxState } from '../src/sandbox/index.ts';
 import { type WorkerChild, scrapeSums, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, round, steadyRate } from './support/report.ts';

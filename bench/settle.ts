@@ -13,13 +13,13 @@
 // (at most 15 minutes) for all of them to be synced, failed or needs_review. A remote_call row's `at`
 // is written when the call has ended (src/sync/journal.ts), so the end of a call is its `at`.
 import { execFileSync } from 'node:child_process';
-import { loadConfig } from '../src/config.ts';
-import { parseDuration } from '../src/duration.ts';
+import { loadConfig } from '../src/config/config.ts';
+import { parseDuration } from '../src/config/duration.ts';
 import { publishBatches } from '../src/intake/publish.ts';
-import { createLogger } from '../src/logger.ts';
-import { createRuntime, publishDepsOf } from '../src/runtime.ts';
+import { createLogger } from '../src/logging/logger.ts';
+import { createRuntime, publishDepsOf } from '../src/runtime/runtime.ts';
 import { type SandboxState, sandboxOptionsFromConfig, startSandbox } from '../src/sandbox/index.ts';
-import { createSyncWorker } from '../src/sync/worker.ts';
+import { createSyncWorker } from '../src/sync/sync-worker.ts';
 import { type Machine, type Row, machineAtEnd, machineAtStart, publish, quantile, round } from './support/report.ts';
 import { argValue, benchEvents, createScratch, scratchPool, sleep } from './support/scratch.ts';
 

@@ -41,10 +41,10 @@ export {
 export { getBatch, listBatches, type BatchPage, type ListBatchesQuery } from './library/mappings.ts';
 export { countByState, type BatchView } from './read-model/index.ts';
 export { BATCH_STATES, TERMINAL_STATES, type BatchState } from './mapping/index.ts';
-export { maskJoinLink } from './logger.ts';
+export { maskJoinLink } from './logging/logger.ts';
 
 // Configuration.
-export { loadConfig, ConfigError, SANDBOX_DEFAULTS, type Config } from './config.ts';
+export { loadConfig, ConfigError, SANDBOX_DEFAULTS, type Config } from './config/config.ts';
 
 // Errors of the remote service, classified by what they mean for a retry.
 export {
@@ -60,9 +60,9 @@ export {
 
 // Running the service in your own process, and its database.
 export { runMigrations, DatabaseUnreachableError } from './db/migrate.ts';
-export { createRuntime, type Runtime, type RuntimeOptions } from './runtime.ts';
-export { createSyncWorker, type SyncWorker, type SyncWorkerOptions } from './sync/worker.ts';
-export { abandonBatches, undoAbandon, BatchAbandonedError, type AbandonResult, type UndoAbandonResult } from './sync/abandon.ts';
+export { createRuntime, type Runtime, type RuntimeOptions } from './runtime/runtime.ts';
+export { createSyncWorker, type SyncWorker, type SyncWorkerOptions } from './sync/sync-worker.ts';
+export { abandonBatches, undoAbandon, BatchAbandonedError, type AbandonResult, type UndoAbandonResult } from './sync/abandon-batches.ts';
 
 // The local stand-in for the remote, for the integrator's own tests.
 export { startSandbox, sandboxOptionsFromConfig, type RunningSandbox, type SandboxOptions } from './sandbox/index.ts';

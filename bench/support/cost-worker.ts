@@ -14,7 +14,7 @@ const { countStatements } = await import('./statements.ts');
 const statements = countStatements();
 const { argValue } = await import('./scratch.ts');
 const profile = argValue('--profile');
-const { loadConfig } = await import('../../src/config.ts');
+const { loadConfig } = await import('../../src/config/config.ts');
 const { startWorker } = await import('../../src/commands/worker.ts');
 const worker = await startWorker(loadConfig(process.env));
 // The profile covers batches synced after the measured ones (`profile-start` to `profile-stop`).

@@ -3,7 +3,7 @@
 // benchmark runs can reach the real service or real batches: the remote is always a local sandbox.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { SANDBOX_DEFAULTS } from '../../src/config.ts';
+import { SANDBOX_DEFAULTS } from '../../src/config/config.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
 import { PG_SERVER, REDIS_URL, dropDatabase, dropQueueKeys, publishDepsOf } from '../../test/helpers/harness.ts';
 

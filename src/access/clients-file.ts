@@ -3,7 +3,7 @@
 // token, so a secret in a mistyped field never reaches a terminal or a log.
 import { z } from 'zod';
 import { classroomFields as f } from '../classroom/settings.ts';
-import { type EntryNaming, describeEntryIssue, readStructuredFile } from '../structured-file.ts';
+import { type EntryNaming, describeEntryIssue, readStructuredFile } from '../support/structured-file.ts';
 import { ROLES, type Role } from './roles.ts';
 import { isPlaceholderDigest, tokenDigest, tokenProblem } from './tokens.ts';
 

@@ -3,7 +3,7 @@
 // mistyped field never reaches a terminal or a log.
 import { z } from 'zod';
 import { classroomFields as f } from '../classroom/settings.ts';
-import { type EntryNaming, describeEntryIssue, readStructuredFile } from '../structured-file.ts';
+import { type EntryNaming, describeEntryIssue, readStructuredFile } from '../support/structured-file.ts';
 import { unpaired, webhookFields } from '../webhooks/settings.ts';
 
 const accountName = z
@@ -52,7 +52,7 @@ export type FileAccount = z.output<typeof accountSchema>;
 
 export type FileResult = { ok: true; accounts: FileAccount[] } | { ok: false; problems: string[] };
 
-/** Reads and validates the file (see src/structured-file.ts). */
+/** Reads and validates the file (see src/support/structured-file.ts). */
 export function readAccountsFile(path: string): FileResult {
   const file = readStructuredFile(path);
   if (!file.ok) return { ok: false, problems: [file.problem] };

@@ -4,11 +4,11 @@
 // serving its institute, and through no other.
 import { type CallRecord, type ClassroomClient, createClassroomClient } from '../classroom/client.ts';
 import { CredentialsRefusedError } from '../classroom/errors.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import { type CredentialsBreaker, createCredentialsBreaker, describeBreaker } from '../ratelimit/breaker.ts';
 import { breakerKey, budgetKey } from '../ratelimit/keys.ts';
 import { BreakerOpenError, type CallLane, type RateLimiter, createRateLimiter, latestSendMs } from '../ratelimit/limiter.ts';
-import type { Redis } from '../redis.ts';
+import type { Redis } from '../redis/connection.ts';
 import type { Account } from './types.ts';
 
 export interface Remote {

@@ -1,6 +1,6 @@
 // `classroom-sync abandon BATCH_ID… [--undo]`: gives batches up for good, or takes that back; see src/commands/abandon.ts.
 import { type Command, InvalidArgumentError } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import { withRuntime } from './with-runtime.ts';
 
 interface AbandonFlags {

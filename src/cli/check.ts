@@ -1,6 +1,6 @@
 // `classroom-sync check`: is this configuration good enough to sync? See src/commands/check.ts.
 import type { Command } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 
 /** `envFile`: the .env the CLI loaded, if any, named in the first line of the output. */
 export function registerCheckCommand(program: Command, getConfig: () => Config, envFile: string | undefined): Command {

@@ -1,6 +1,6 @@
 // `classroom-sync deliveries [--failed] [--batch ID] [--json]`; see src/commands/deliveries.ts.
 import type { Command } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import { integer } from './parse.ts';
 import { withRuntime } from './with-runtime.ts';
 

@@ -1,6 +1,6 @@
 // `classroom-sync demo` (and `npm start`): the whole product against the built-in sandbox; see src/commands/demo.ts.
 import type { Command } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import { decimal, probability } from './parse.ts';
 
 interface DemoFlags {

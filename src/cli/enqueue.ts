@@ -1,6 +1,6 @@
 // `classroom-sync enqueue [FILE]`: NDJSON events from a file or stdin; see src/commands/enqueue.ts.
 import type { Command } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import type { EnqueueReport } from '../commands/enqueue.ts';
 import { withPublishDeps } from './with-runtime.ts';
 

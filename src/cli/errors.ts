@@ -2,9 +2,9 @@
 // it, and a stack trace only with --verbose. drizzle wraps every pg error in "Failed query: …" (its
 // parameters may hold join links), so the code that says what happened is looked for on `.cause`.
 import { DrizzleQueryError } from 'drizzle-orm/errors';
-import { ConfigError } from '../config-error.ts';
+import { ConfigError } from '../config/error.ts';
 import { ImportFileError } from '../commands/import-file-error.ts';
-import { redactUrl } from '../urls.ts';
+import { redactUrl } from '../support/urls.ts';
 
 /** A mistake on the command line; exit code 2, like a configuration error. */
 export class UsageError extends Error {

@@ -1,6 +1,6 @@
 // `classroom-sync history BATCH_ID [--json]`: what happened to a batch, and when; see src/commands/history.ts.
 import type { Command } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import { withRuntime } from './with-runtime.ts';
 
 export function registerHistoryCommand(program: Command, getConfig: () => Config): Command {

@@ -1,6 +1,6 @@
 // `classroom-sync import FILE.csv|FILE.ndjson`: back-fills existing batches; see src/commands/import.ts.
 import type { Command } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import { withPublishDeps } from './with-runtime.ts';
 
 export function registerImportCommand(program: Command, getConfig: () => Config): Command {

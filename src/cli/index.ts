@@ -1,8 +1,8 @@
 // The CLI (started by src/cli/main.ts, the package's bin). Each command is wired in its own file of this folder;
 // what a command does lives in src/commands/ and the domain folders below.
 import { Command, Option } from 'commander';
-import type { Config } from '../config.ts';
-import { packageVersion } from '../version.ts';
+import type { Config } from '../config/config.ts';
+import { packageVersion } from '../support/version.ts';
 import { registerAbandonCommand } from './abandon.ts';
 import { registerCheckCommand } from './check.ts';
 import { registerDeliveriesCommand } from './deliveries.ts';
@@ -49,7 +49,7 @@ function buildProgram(envFile: string | undefined, context: FatalContext): Comma
   // The configuration's schemas (zod) load before a command's action, never for --help or --version.
   let load: (() => Config) | undefined;
   program.hook('preAction', async () => {
-    load ??= (await import('../config.ts')).loadConfig;
+    load ??= (await import('../config/config.ts')).loadConfig;
   });
   const getConfig = () => {
     if (!load) throw new Error('the configuration was asked for before a command ran');

@@ -1,6 +1,6 @@
 // `classroom-sync migrate`: creates the database if missing and applies the migrations.
 import type { Command } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 
 export function registerMigrateCommand(program: Command, getConfig: () => Config): Command {
   return program

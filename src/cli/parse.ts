@@ -1,7 +1,7 @@
 // Parsers for flag values. Each refuses a bad value with commander's InvalidArgumentError, so the
 // message names the flag ("error: option '--limit <n>' argument '-1' is invalid. …") and the exit code is 1.
 import { InvalidArgumentError } from 'commander';
-import { parseDuration } from '../duration.ts';
+import { parseDuration } from '../config/duration.ts';
 
 /** A decimal integer, as parseInt reads it (what `--count` and `--port` always accepted). */
 export function decimal(value: string): number {

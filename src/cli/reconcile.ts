@@ -1,6 +1,6 @@
 // `classroom-sync reconcile [--dry-run] [--json]`: one pass on demand; see src/commands/reconcile.ts.
 import type { Command } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import { DEFAULT_LINK_CHECKS } from '../reconcile/types.ts';
 import { nonNegative } from './parse.ts';
 

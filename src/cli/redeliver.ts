@@ -1,6 +1,6 @@
 // `classroom-sync redeliver MESSAGE_ID… | --failed | --pending`; see src/commands/redeliver.ts.
 import type { Command } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import { UsageError } from './errors.ts';
 import { withRuntime } from './with-runtime.ts';
 

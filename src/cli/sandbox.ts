@@ -1,6 +1,6 @@
 // `classroom-sync sandbox`: runs the stand-in remote on a port, with faults set from flags.
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import type { FaultConfig } from '../sandbox/faults.ts';
 import { FAULT_KINDS, NAME_CASES, OPERATIONS } from '../sandbox/vocabulary.ts';
 import { parseFaultSpec, refusalStatus } from './fault-spec.ts';

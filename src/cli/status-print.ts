@@ -1,6 +1,6 @@
 // What `classroom-sync status` prints (src/cli/status.ts), loaded when the command runs.
 import { breakersOf } from '../accounts/remotes.ts';
-import { maskJoinLink } from '../logger.ts';
+import { maskJoinLink } from '../logging/logger.ts';
 import type { CredentialsBreaker } from '../ratelimit/breaker.ts';
 import {
   countByAccount,
@@ -16,7 +16,7 @@ import {
   TERMINAL_STATES,
   viewOf,
 } from '../read-model/index.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../runtime/runtime.ts';
 
 export interface StatusFlags {
   json?: boolean;

@@ -1,6 +1,6 @@
 // `classroom-sync status [BATCH_ID]`: counts of batches by state, or one batch, from the read model.
 import type { Command } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import type { StatusFlags } from './status-print.ts';
 import { withRuntime } from './with-runtime.ts';
 

@@ -1,6 +1,6 @@
 // `classroom-sync worker`: runs until SIGTERM/SIGINT; see src/commands/worker.ts.
 import type { Command } from 'commander';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 
 export function registerWorkerCommand(program: Command, getConfig: () => Config): Command {
   return program

@@ -1,10 +1,10 @@
 // `classroom-sync abandon BATCH_ID… [--institute ID] [--reason TEXT]` gives batches up for good
 // (typically: the remote refuses their institute), and `abandon --undo BATCH_ID…` takes that back.
-// See src/sync/abandon.ts for what may be abandoned and why.
-import type { Logger } from '../logger.ts';
+// See src/sync/abandon-batches.ts for what may be abandoned and why.
+import type { Logger } from '../logging/logger.ts';
 import type { Db } from '../mapping/index.ts';
 import { institutesOf, notKnownUnder } from '../read-model/index.ts';
-import { type AbandonResult, type UndoAbandonResult, abandonBatches, undoAbandon } from '../sync/abandon.ts';
+import { type AbandonResult, type UndoAbandonResult, abandonBatches, undoAbandon } from '../sync/abandon-batches.ts';
 import type { SyncQueue } from '../sync/queue.ts';
 
 export interface AbandonRequest {

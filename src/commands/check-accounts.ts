@@ -2,7 +2,7 @@
 // credentials), and a line for each account whose key the fleet currently holds as refused. A fix
 // names the account's field in the file rather than the CLASSROOM_* setting it replaces.
 import type { Account } from '../accounts/types.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import type { ClassroomSettings } from '../classroom/settings.ts';
 import type { Finding } from './preflight.ts';
 import { type BreakerState, describeBreaker } from '../ratelimit/breaker.ts';

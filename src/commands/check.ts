@@ -4,13 +4,13 @@
 import { randomBytes } from 'node:crypto';
 import { type ClassroomSettings, createClassroomClient } from '../classroom/client.ts';
 import { isClassroomError } from '../classroom/errors.ts';
-import { type Config, SANDBOX_DEFAULTS } from '../config.ts';
-import { configWarnings } from '../config-warnings.ts';
+import { type Config, SANDBOX_DEFAULTS } from '../config/config.ts';
+import { configWarnings } from '../config/warnings.ts';
 import { checkAccounts } from './check-accounts.ts';
 import { type Finding, checkPostgres, checkRedis, formatFinding } from './preflight.ts';
 import { createCredentialsBreaker, describeBreaker } from '../ratelimit/breaker.ts';
 import { breakerKey } from '../ratelimit/keys.ts';
-import { createRedis } from '../redis.ts';
+import { createRedis } from '../redis/connection.ts';
 
 export interface CheckOptions {
   /** The `.env` file the CLI loaded, if any (shown so the operator knows which settings were used). */

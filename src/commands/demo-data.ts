@@ -5,7 +5,7 @@
 import { Queue } from 'bullmq';
 import pg from 'pg';
 import type { Cluster } from 'ioredis';
-import { type Redis, createRedis, isCluster } from '../redis.ts';
+import { type Redis, createRedis, isCluster } from '../redis/connection.ts';
 import { SYNC_QUEUE } from '../sync/queue.ts';
 
 export class DemoBusyError extends Error {

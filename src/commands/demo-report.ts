@@ -1,7 +1,7 @@
 // What the demo prints at the end: the mappings as an aligned table (join links masked: a join
 // link lets anyone into the class), and a summary that shows the exactly-once guard held.
 import type { MappingRow as BatchRow } from '../mapping/index.ts';
-import { maskJoinLink } from '../logger.ts';
+import { maskJoinLink } from '../logging/logger.ts';
 import type { SandboxState } from '../sandbox/index.ts';
 
 export function formatMappingTable(rows: readonly BatchRow[]): string[] {

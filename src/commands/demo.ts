@@ -4,13 +4,13 @@
 // to a database and queue prefix of its own (see demoSettings), emptied at the start of each run.
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
-import { type Config, withClassroom } from '../config.ts';
+import { type Config, withClassroom } from '../config/config.ts';
 import { redactUrl, runMigrations } from '../db/migrate.ts';
 import { type MappingRow as BatchRow, TERMINAL_STATES } from '../mapping/index.ts';
 import { listBatches } from '../read-model/index.ts';
 import { publishBatches } from '../intake/publish.ts';
-import { createLogger } from '../logger.ts';
-import { type Runtime, publishDepsOf } from '../runtime.ts';
+import { createLogger } from '../logging/logger.ts';
+import { type Runtime, publishDepsOf } from '../runtime/runtime.ts';
 import { mixedFaultRates, sandboxOptionsFromConfig, startSandbox } from '../sandbox/index.ts';
 import { DASHBOARD_PATH } from '../http/dashboard.ts';
 import { type WorkerProcess, startWorker } from './worker.ts';

@@ -2,8 +2,8 @@
 // server ends in one sentence that says what to do, not in a stack trace or a silent reconnect loop.
 import pg from 'pg';
 import { redactUrl } from '../db/migrate.ts';
-import { type Redis, createRedis, isCluster, pingRedis } from '../redis.ts';
-import { redactRedisUrl } from '../redis-url.ts';
+import { type Redis, createRedis, isCluster, pingRedis } from '../redis/connection.ts';
+import { redactRedisUrl } from '../redis/url.ts';
 
 interface Checked {
   /** What was checked, e.g. "PostgreSQL". */

@@ -1,13 +1,13 @@
 // `classroom-sync reconcile [--dry-run] [--json]`: one pass on demand, same code as the schedule,
 // and the report as an operator reads it.
 import pino from 'pino';
-import type { Config } from '../config.ts';
-import { createLogger } from '../logger.ts';
+import type { Config } from '../config/config.ts';
+import { createLogger } from '../logging/logger.ts';
 import { everyKeyRefused } from '../reconcile/accounts.ts';
 import { reconcileDepsOf, reconcileOptionsOf } from '../reconcile/setup.ts';
 import { runReconciliation } from '../reconcile/run.ts';
 import { CATEGORIES, DEFAULT_REPAIR_SETTINGS, type Finding, type ReconcileReport, type RepairSettings, repairActions } from '../reconcile/types.ts';
-import { createRuntime } from '../runtime.ts';
+import { createRuntime } from '../runtime/runtime.ts';
 
 export interface ReconcileRequest {
   dryRun: boolean;

@@ -3,7 +3,7 @@
 // not found, under which institute it is known instead.
 import type { Db } from '../mapping/index.ts';
 import type { SyncQueue } from '../sync/queue.ts';
-import { type RetryResult, retryBatches } from '../sync/retry.ts';
+import { type RetryResult, retryBatches } from '../sync/retry-batches.ts';
 import { institutesOf, notKnownUnder } from '../read-model/index.ts';
 
 export interface RetryRequest {

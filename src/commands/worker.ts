@@ -1,15 +1,15 @@
 // `classroom-sync worker`: migrations, then sync jobs and the operations surface (API, dashboard,
 // metrics, probes on PORT) until a signal; drains before exiting 0.
-import type { Config } from '../config.ts';
-import { configWarnings } from '../config-warnings.ts';
+import type { Config } from '../config/config.ts';
+import { configWarnings } from '../config/warnings.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { type HttpServer, createHttpServer } from '../http/server.ts';
-import { type Logger, processLogger } from '../logger.ts';
+import { type Logger, processLogger } from '../logging/logger.ts';
 import { type Metrics, createMetrics } from '../metrics/metrics.ts';
 import { createReconciler } from '../reconcile/scheduler.ts';
-import { type Runtime, createRuntime } from '../runtime.ts';
-import { within } from '../timeout.ts';
-import { type SyncWorker, createSyncWorker } from '../sync/worker.ts';
+import { type Runtime, createRuntime } from '../runtime/runtime.ts';
+import { within } from '../support/timeout.ts';
+import { type SyncWorker, createSyncWorker } from '../sync/sync-worker.ts';
 import { type WebhookDelivery, startWebhookThread } from '../webhooks/index.ts';
 
 export interface WorkerProcessOptions {

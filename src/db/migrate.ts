@@ -5,7 +5,7 @@ import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { createDatabase } from './client.ts';
 import { isConnectionLoss } from './connection-loss.ts';
-import { redactUrl } from '../urls.ts';
+import { redactUrl } from '../support/urls.ts';
 
 export { redactUrl };
 

@@ -6,7 +6,7 @@
 // one count per address; if Redis is unreachable each process counts in memory instead (the
 // insurance limiter), which keeps the throttle without making sign-in depend on Redis.
 import { RateLimiterMemory, RateLimiterRedis, type RateLimiterRes } from 'rate-limiter-flexible';
-import type { Redis } from '../redis.ts';
+import type { Redis } from '../redis/connection.ts';
 
 export const MAX_FAILURES = 20;
 export const FAILURE_WINDOW_SECONDS = 60;

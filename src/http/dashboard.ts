@@ -13,7 +13,7 @@ import { may } from '../access/roles.ts';
 import type { Db } from '../db/client.ts';
 import type { BatchKey } from '../sync/keys.ts';
 import { type SyncQueue, bothQueues } from '../sync/queue.ts';
-import { retryBatches } from '../sync/retry.ts';
+import { retryBatches } from '../sync/retry-batches.ts';
 import { presentedCredentials } from './auth.ts';
 import { DROP_URL_CREDENTIALS_JS, type DashboardSession } from './dashboard-session.ts';
 

@@ -10,8 +10,8 @@ import { once } from 'node:events';
 import type { FastifyBaseLogger, FastifyInstance, LogLevel } from 'fastify';
 import type { Database } from '../db/client.ts';
 import { type BreakerState, type CredentialsBreaker, describeBreaker } from '../ratelimit/breaker.ts';
-import { type Redis, RedisNotReadyError, pingRedis as answers } from '../redis.ts';
-import { TimeoutError, withTimeout } from '../timeout.ts';
+import { type Redis, RedisNotReadyError, pingRedis as answers } from '../redis/connection.ts';
+import { TimeoutError, withTimeout } from '../support/timeout.ts';
 
 export interface HealthDeps {
   redis: Redis;

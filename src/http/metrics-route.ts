@@ -4,7 +4,7 @@ import type { FastifyInstance, LogLevel, onRequestHookHandler } from 'fastify';
 import { breakersOf } from '../accounts/remotes.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { createScrapeGuard } from '../metrics/scrape-guard.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../runtime/runtime.ts';
 
 export interface MetricsRouteDeps {
   runtime: Runtime;

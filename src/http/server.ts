@@ -8,7 +8,7 @@ import { breakersOf } from '../accounts/remotes.ts';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type LogLevel } from 'fastify';
 import type { Metrics } from '../metrics/metrics.ts';
-import { type Runtime, publishDepsOf } from '../runtime.ts';
+import { type Runtime, publishDepsOf } from '../runtime/runtime.ts';
 import { createClientDirectory } from '../access/directory.ts';
 import { type TrustProxy, clientsOf } from '../access/settings.ts';
 import { type Gate, disabledWithoutClients, requireClient, requireDashboard } from './auth.ts';

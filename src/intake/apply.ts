@@ -1,14 +1,14 @@
 // Changes of recorded batches at intake: an update or a cancellation (or a created event with a
 // higher version for a batch already recorded) is applied to its row as it stands (decided again if a
 // sync run wrote it meanwhile), its audit line beside it, and the batch's sync job is queued when a run has something to do.
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
 import { type BatchKey, type Db, type MappingRow, TERMINAL_STATES } from '../mapping/index.ts';
 import { jobIdFor } from '../sync/keys.ts';
 import { queueLaneOf } from '../sync/lanes.ts';
 import { renderClassName } from '../sync/names.ts';
 import { type SyncQueue, queueFor, syncJob } from '../sync/queue.ts';
-import { withTimeout } from '../timeout.ts';
+import { withTimeout } from '../support/timeout.ts';
 import { planChange } from './changes.ts';
 import { type BatchEvent, type FieldProblem, typeOf } from './schema.ts';
 

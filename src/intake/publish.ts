@@ -1,8 +1,8 @@
 // Accepting batch-created events. A batch is written to Postgres *before* it is acknowledged, then
 // put on the queue; if the queue write fails the batch is still safe (the sweep enqueues it).
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
-import { withTimeout } from '../timeout.ts';
+import { withTimeout } from '../support/timeout.ts';
 import { type BatchLane, type BatchState, type Db, TERMINAL_STATES } from '../mapping/index.ts';
 import { queueLaneOf } from '../sync/lanes.ts';
 import { renderClassName } from '../sync/names.ts';

@@ -2,7 +2,7 @@
 // its own connection pool, Redis connection and queue, all released by close(). The worker that
 // does the syncing runs elsewhere (`classroom-sync worker`), or in-process via createSyncWorker.
 import { type BatchView, countByState } from '../read-model/index.ts';
-import { type Config, loadConfig } from '../config.ts';
+import { type Config, loadConfig } from '../config/config.ts';
 import { createDatabase } from '../db/client.ts';
 import type { BatchState } from '../mapping/index.ts';
 import {
@@ -14,10 +14,10 @@ import {
   publishBatchUpdated,
   publishBatches,
 } from '../intake/publish.ts';
-import { publishDepsOf } from '../runtime.ts';
+import { publishDepsOf } from '../runtime/runtime.ts';
 import type { BatchCancelledInput, BatchCreatedInput, BatchUpdatedInput } from '../intake/schema.ts';
-import { type Logger, createLogger } from '../logger.ts';
-import { createRedis } from '../redis.ts';
+import { type Logger, createLogger } from '../logging/logger.ts';
+import { createRedis } from '../redis/connection.ts';
 import { closeQueues, createSyncQueue, settleQueue } from '../sync/queue.ts';
 import { type BatchPage, type ListBatchesQuery, getBatch, listBatches } from './mappings.ts';
 

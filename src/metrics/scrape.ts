@@ -6,8 +6,8 @@ import type { Account } from '../accounts/types.ts';
 import { countByAccount, countByState, laneStats, outbox } from '../read-model/index.ts';
 import type { Db } from '../db/client.ts';
 import type { CredentialsBreaker } from '../ratelimit/breaker.ts';
-import type { Redis } from '../redis.ts';
-import { TimeoutError, withTimeout } from '../timeout.ts';
+import type { Redis } from '../redis/connection.ts';
+import { TimeoutError, withTimeout } from '../support/timeout.ts';
 import { SCRAPE_SOURCES, type ScrapeGauges, type ScrapeSource } from './scrape-gauges.ts';
 
 export interface ScrapeSources {

@@ -4,7 +4,7 @@
 // succeeds closes the breaker for the whole fleet. Batches wait meanwhile; none changes state or
 // uses an attempt. The rate limiter refuses to grant a slot while the key below exists, so checking
 // the breaker costs no extra round trip per call.
-import type { Redis } from '../redis.ts';
+import type { Redis } from '../redis/connection.ts';
 
 export interface BreakerState {
   /** When the breaker opened (the first refusal seen). */

@@ -1,11 +1,16 @@
 // Redis key names of what is shared per API key (the call budget and the credentials breaker),
 // derived without putting the key itself into a Redis key name.
 import { createHash } from 'node:crypto';
-import type { Config } from '../config.ts';
 
-export function budgetKey(config: Pick<Config, 'queuePrefix' | 'classroom'>): string {
-  const fingerprint = createHash('sha256').update(`${config.classroom.userId}:${config.classroom.apiKey}`).digest('hex').slice(0, 16);
-  return `${config.queuePrefix}:ratelimit:${fingerprint}`;
+/** Whose budget: the queue prefix and the API key it is shared by. */
+export interface BudgetOwner {
+  queuePrefix: string;
+  classroom: { userId: string; apiKey: string };
 }
 
-export const breakerKey = (config: Pick<Config, 'queuePrefix' | 'classroom'>): string => `${budgetKey(config)}:breaker`;
+export function budgetKey(owner: BudgetOwner): string {
+  const fingerprint = createHash('sha256').update(`${owner.classroom.userId}:${owner.classroom.apiKey}`).digest('hex').slice(0, 16);
+  return `${owner.queuePrefix}:ratelimit:${fingerprint}`;
+}
+
+export const breakerKey = (owner: BudgetOwner): string => `${budgetKey(owner)}:breaker`;

@@ -11,7 +11,7 @@
 // live call queues behind at most one slot promised to backfill, and backfill still takes every slot
 // nothing else wants. A refused caller is told when to ask again, and callers of one lane are spread
 // one slot apart, so they come back one by one instead of all at once.
-import type { Redis } from '../redis.ts';
+import type { Redis } from '../redis/connection.ts';
 
 // KEYS[1] = schedule, KEYS[2] = credentials breaker, KEYS[3] = the lane's next "ask again" time.
 // ARGV: interval ms, pause-until ms (0 = none), how far ahead this lane may reserve (ms), how many

@@ -1,6 +1,6 @@
 // The public shape of a mapping (HTTP API, CLI, library), and how the CLI prints it. Lease
 // internals stay inside.
-import { maskJoinLink } from '../logger.ts';
+import { maskJoinLink } from '../logging/logger.ts';
 import type { MappingRow } from '../mapping/index.ts';
 
 export type BatchView = ReturnType<typeof viewOf>;

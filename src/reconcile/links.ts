@@ -3,7 +3,7 @@
 // rate limit), continuing where the previous pass stopped: every synced class is checked in turn,
 // and a pass never spends more than `budget` calls on it.
 import type { ClientFor } from './accounts.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
 import type { Db } from '../mapping/index.ts';
 import { eachLimited } from './mappings.ts';

@@ -9,7 +9,7 @@
 // Each update is one set-based statement guarded by the state it was classified in, so a row that a
 // sync run moved in the meantime is left alone (counted as skipped). The same statement appends a
 // `repair` event to each changed batch's audit trail (batch_events), so the two never disagree.
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
 import type { Db } from '../mapping/index.ts';
 import type { BatchKey } from '../sync/keys.ts';

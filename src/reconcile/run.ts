@@ -3,7 +3,7 @@
 // (none with dryRun). Every pass is recorded in reconciliation_runs and logged, and handed to onRun.
 import type { ClientFor } from './accounts.ts';
 import type { Db } from '../mapping/index.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import type { NameRules } from '../sync/matching.ts';
 import type { SyncQueue } from '../sync/queue.ts';
 import { classify } from './classify.ts';

@@ -4,8 +4,8 @@
 // aligned to multiples of RECONCILE_EVERY since the Unix epoch, so the default 15 minutes falls on
 // :00, :15, :30 and :45 UTC whichever process registered the schedule first.
 import { Queue, Worker } from 'bullmq';
-import { createRedis } from '../redis.ts';
-import type { Runtime } from '../runtime.ts';
+import { createRedis } from '../redis/connection.ts';
+import type { Runtime } from '../runtime/runtime.ts';
 import { runReconciliation } from './run.ts';
 import { type ReconcileReport, emptyCounts } from './types.ts';
 import { everyKeyRefused } from './accounts.ts';

@@ -1,7 +1,7 @@
 // What a pass needs from a runtime and its configuration: the one place they are put together
 // (the scheduled job, the `reconcile` command, tests and the benchmark all start here).
-import type { Config } from '../config.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Config } from '../config/config.ts';
+import type { Runtime } from '../runtime/runtime.ts';
 import { clientsOf } from './accounts.ts';
 import type { ReconcileDeps, ReconcileOptions } from './run.ts';
 

@@ -3,7 +3,7 @@
 import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import { type SandboxAccount, keyStates } from './accounts.ts';
 import type { SandboxCredentials } from './auth.ts';
 import type { SandboxContext } from './context.ts';

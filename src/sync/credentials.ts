@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ClassroomClient } from '../classroom/client.ts';
 import { type ClassroomError, isClassroomError, isForbidden } from '../classroom/errors.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import type { CredentialsBreaker } from '../ratelimit/breaker.ts';
 
 /** A 403 is about the key (every call is refused) or about this batch's institute or class. */

@@ -5,7 +5,7 @@
 // the epoch (src/mapping), every remote call checks the lease's local deadline right before it
 // leaves (`assertOwned`), and the first renewal that fails stops the run at once (`signal` aborts
 // the call in flight).
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import { LeaseLostError } from '../mapping/index.ts';
 import { failureOf } from './errors.ts';
 

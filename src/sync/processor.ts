@@ -3,7 +3,7 @@
 // backfill; they run in the background queue's own worker slots) takes its first call's slot
 // before its run starts, without touching PostgreSQL while it waits for one.
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
 import { BreakerOpenError } from '../ratelimit/limiter.ts';
 import { type Failure, SyncError, failureOf, queueAction } from './errors.ts';

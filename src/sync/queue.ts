@@ -1,7 +1,7 @@
 import { Queue, type Telemetry } from 'bullmq';
 import { queueTelemetry } from '../telemetry/queue-telemetry.ts';
-import type { Redis } from '../redis.ts';
-import { within } from '../timeout.ts';
+import type { Redis } from '../redis/connection.ts';
+import { within } from '../support/timeout.ts';
 import { type BatchKey, jobIdFor } from './keys.ts';
 import { type QueueLane, priorityOf } from './lanes.ts';
 

@@ -2,7 +2,7 @@
 // batch as the run sees it, its calls' options, and its fenced writes. Steps take this, not the class,
 // so the files of the steps and of the run do not import each other.
 import type { CallOptions } from '../classroom/client.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import type { AuditEvent, BatchState, Lease, MappingRow, ProgressRow, Unstored } from '../mapping/index.ts';
 import type { Journal } from './journal.ts';
 import type { ReadLag } from './read-lag.ts';

@@ -3,7 +3,7 @@
 // which one follows which answer.
 import type { CallOptions } from '../classroom/client.ts';
 import { isClassroomError, isNotFound } from '../classroom/errors.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import type { AuditEvent, BatchState, Lease, MappingRow, ProgressRow } from '../mapping/index.ts';
 import * as mapping from '../mapping/index.ts';
 import { DeferError, PermanentSyncError, SyncError } from './errors.ts';

@@ -1,7 +1,7 @@
 // Postgres is the source of truth; Redis only holds work in flight. If Redis loses jobs (restart
 // without persistence, eviction, a failed enqueue after the row was written), this puts every
 // unfinished batch that has no live job back on the queue.
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
 import { type BatchKey, jobIdFor } from './keys.ts';
 import { queueLaneOf } from './lanes.ts';

@@ -1,7 +1,7 @@
 // What a sync run needs and reports: its dependencies (handed in by the worker, or by a test), its
 // settings, and the transitions it announces.
 import type { ClassroomClient } from '../classroom/client.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import type { BatchKey, BatchState, Db, MappingRow } from '../mapping/index.ts';
 import type { RateLimiter } from '../ratelimit/limiter.ts';
 import type { CredentialsGuard } from './credentials.ts';

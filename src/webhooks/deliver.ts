@@ -1,8 +1,8 @@
 // One attempt at one message: sign it, post it, and record what the answer means.
 import type { Db } from '../db/client.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import type { outbox } from '../mapping/index.ts';
-import { packageVersion } from '../version.ts';
+import { packageVersion } from '../support/version.ts';
 import type { WebhookPoster } from './http.ts';
 import { verdictOf } from './outcome.ts';
 import { type RecordAttempt, createAttemptRecorder } from './recorder.ts';

@@ -1,7 +1,7 @@
 // Delivery in this thread: the dispatcher with a connection pool and HTTP connections of its own.
 // A worker runs it on a thread of its own (./thread.ts); benchmarks and the thread itself call it here.
 import { createDatabase } from '../db/client.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import { type DeliveryOutcome, type Dispatcher, startDispatcher } from './dispatcher.ts';
 import { createWebhookPoster } from './http.ts';
 import { type RoutedAccount, endpointRouter, routedInstitutes } from './routing.ts';

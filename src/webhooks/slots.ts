@@ -1,9 +1,9 @@
 // The dispatcher's claimed messages: up to WEBHOOK_CONCURRENCY being sent, the rest ready to go as a
 // slot frees. A message is sent only while its claim outlasts the attempt: one that waited longer
 // than a request's timeout is let go (due again at once) rather than sent on a claim about to end.
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import type { outbox } from '../mapping/index.ts';
-import { within } from '../timeout.ts';
+import { within } from '../support/timeout.ts';
 import type { Attempt } from './deliver.ts';
 
 export interface SlotsDeps {

@@ -1,7 +1,7 @@
 // Inside the delivery thread: runs the dispatcher and reports to the worker's main thread, which
 // owns the logger's destination and the metrics. Outcomes are counted here and sent in batches.
 import { parentPort, workerData } from 'node:worker_threads';
-import { createLogger } from '../logger.ts';
+import { createLogger } from '../logging/logger.ts';
 import type { DeliveryOutcome } from './dispatcher.ts';
 import { startWebhookDelivery } from './delivery.ts';
 import type { ThreadData, ThreadReport, ThreadRequest } from './thread-protocol.ts';

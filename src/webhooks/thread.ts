@@ -5,8 +5,8 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { Logger } from '../logger.ts';
-import { within } from '../timeout.ts';
+import type { Logger } from '../logging/logger.ts';
+import { within } from '../support/timeout.ts';
 import type { WebhookDelivery, WebhookDeliveryDeps } from './delivery.ts';
 import type { ThreadData, ThreadReport, ThreadRequest } from './thread-protocol.ts';
 

@@ -1,7 +1,7 @@
 // REDIS_URL naming a Redis Cluster, and the queue prefix's hash tag: parsed and checked at start-up.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.ts';
-import { hasHashTag, parseClusterUrl, redactRedisUrl, redisUrlProblem } from '../../src/redis-url.ts';
+import { ConfigError, loadConfig } from '../../src/config/config.ts';
+import { hasHashTag, parseClusterUrl, redactRedisUrl, redisUrlProblem } from '../../src/redis/url.ts';
 
 function problems(env: Record<string, string>): { variable: string; reason: string }[] {
   try {

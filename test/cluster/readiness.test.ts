@@ -3,7 +3,7 @@
 // its slots have nobody to serve them, and both must say so.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { checkRedis } from '../../src/commands/preflight.ts';
-import { type Redis, createRedis, isCluster, pingRedis } from '../../src/redis.ts';
+import { type Redis, createRedis, isCluster, pingRedis } from '../../src/redis/connection.ts';
 import { waitFor } from '../helpers/harness.ts';
 import { RedisClusterProcesses } from './redis-cluster.ts';
 

@@ -12,7 +12,7 @@
 import { inArray } from 'drizzle-orm';
 import { batchClasses } from '../../src/db/schema/index.ts';
 import { type PublishDeps, type PublishOutcome, publishBatches } from '../../src/intake/publish.ts';
-import type { createRuntime } from '../../src/runtime.ts';
+import type { createRuntime } from '../../src/runtime/runtime.ts';
 import type { startSandbox } from '../../src/sandbox/index.ts';
 import { deriveSeed, mulberry32 } from '../../src/sandbox/random.ts';
 

@@ -11,11 +11,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
-import { createLogger } from '../../src/logger.ts';
-import { type Runtime, createRuntime } from '../../src/runtime.ts';
+import { createLogger } from '../../src/logging/logger.ts';
+import { type Runtime, createRuntime } from '../../src/runtime/runtime.ts';
 import { type RunningSandbox, sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 import { PG_SERVER, dropDatabase, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { PrivateRedis, freePort } from './processes.ts';
@@ -33,7 +33,7 @@ const GAP_BOUND_MS = 10_000;
 class Spawned {
   readonly child: ChildProcess;
   readonly exited: Promise<void>;
-  /** From its 'worker started' line: `${hostname}:${pid}:${random}` (src/runtime.ts), pid checked. */
+  /** From its 'worker started' line: `${hostname}:${pid}:${random}` (src/runtime/runtime.ts), pid checked. */
   workerId: string | undefined;
   private buffer = '';
 

@@ -4,12 +4,12 @@
 // test opened and fail the file when something was left open.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { type Config, loadConfig } from '../../src/config.ts';
+import { type Config, loadConfig } from '../../src/config/config.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
 import type { PublishDeps } from '../../src/intake/publish.ts';
-import { createLogger } from '../../src/logger.ts';
-import { type Runtime, createRuntime, publishDepsOf as publishRuntimeDeps } from '../../src/runtime.ts';
-import { createRedis } from '../../src/redis.ts';
+import { createLogger } from '../../src/logging/logger.ts';
+import { type Runtime, createRuntime, publishDepsOf as publishRuntimeDeps } from '../../src/runtime/runtime.ts';
+import { createRedis } from '../../src/redis/connection.ts';
 import { type RunningSandbox, type SandboxOptions, sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 
 export const PG_SERVER = process.env.TEST_PG_SERVER ?? 'postgres://postgres@127.0.0.1:5432';

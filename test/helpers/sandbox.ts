@@ -1,7 +1,7 @@
 // Shared by the tests of the sandbox itself (and of the client against it): a sandbox on a free
 // port, for the file or for one test, a bare fetch-based caller and its control endpoint.
 import { afterAll, beforeAll, beforeEach } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
 import { sandboxOptionsFromConfig, startSandbox, type RunningSandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
 import { standIn } from './stand-in.ts';
 

@@ -11,11 +11,11 @@
 // Whatever was left open is still closed or dropped, so one leak does not hang the run.
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import type { Config } from '../../src/config.ts';
-import { createLogger } from '../../src/logger.ts';
-import { type Runtime, createRuntime } from '../../src/runtime.ts';
+import type { Config } from '../../src/config/config.ts';
+import { createLogger } from '../../src/logging/logger.ts';
+import { type Runtime, createRuntime } from '../../src/runtime/runtime.ts';
 import type { SandboxOptions } from '../../src/sandbox/index.ts';
-import { type SyncWorker, type SyncWorkerOptions, createSyncWorker } from '../../src/sync/worker.ts';
+import { type SyncWorker, type SyncWorkerOptions, createSyncWorker } from '../../src/sync/sync-worker.ts';
 import { type Harness, PG_SERVER, createHarness } from './harness.ts';
 import { standIn } from './stand-in.ts';
 

@@ -8,7 +8,7 @@ import { Queue, Worker } from 'bullmq';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createMetrics } from '../../src/metrics/metrics.ts';
-import { createRedis } from '../../src/redis.ts';
+import { createRedis } from '../../src/redis/connection.ts';
 import { waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 import { headingAnchors } from '../helpers/markdown.ts';

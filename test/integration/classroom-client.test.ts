@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createClassroomClient, type ClassroomClient } from '../../src/classroom/client.ts';
 import { CredentialsRefusedError, NotSentError, OutcomeUnknownError, RejectedError, ThrottledError } from '../../src/classroom/errors.ts';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
 import { latestSendMs } from '../../src/ratelimit/limiter.ts';
 import { sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 import { start, useSandbox } from '../helpers/sandbox.ts';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { CONFIG_VARIABLES, SANDBOX_DEFAULTS, loadConfig } from '../../src/config.ts';
+import { CONFIG_VARIABLES, SANDBOX_DEFAULTS, loadConfig } from '../../src/config/config.ts';
 import { type HttpServer, createHttpServer } from '../../src/http/server.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { ROOT, killAllChildren, runCli, scratchDir, startCli } from '../helpers/cli.ts';

@@ -2,7 +2,7 @@
 // and fails when a test left a worker or a database connection open.
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { createSyncWorker } from '../../src/sync/worker.ts';
+import { createSyncWorker } from '../../src/sync/sync-worker.ts';
 import { PG_SERVER, waitFor } from '../helpers/harness.ts';
 import { Teardown, useHarness } from '../helpers/use-harness.ts';
 

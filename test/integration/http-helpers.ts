@@ -2,7 +2,7 @@
 // database, queue prefix and sandbox, and small fetch helpers. Real HTTP over loopback throughout.
 import { randomBytes } from 'node:crypto';
 import { beforeAll } from 'vitest';
-import { type Config, loadConfig } from '../../src/config.ts';
+import { type Config, loadConfig } from '../../src/config/config.ts';
 import { type WorkerProcess, type WorkerProcessOptions, startWorker } from '../../src/commands/worker.ts';
 import type { Harness } from '../helpers/harness.ts';
 import { standIn } from '../helpers/stand-in.ts';

@@ -2,9 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { startWorker } from '../../src/commands/worker.ts';
 import { createHttpServer } from '../../src/http/server.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
-import { createRuntime } from '../../src/runtime.ts';
+import { createRuntime } from '../../src/runtime/runtime.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { rowOf, untilAllSynced } from '../helpers/batches.ts';
 import { dropQueueKeys, waitFor } from '../helpers/harness.ts';

@@ -13,7 +13,7 @@ import { parse, stringify } from 'yaml';
 import { refusedKeyLine } from '../../src/read-model/index.ts';
 import type { WorkerProcess } from '../../src/commands/worker.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import type { BreakerState } from '../../src/ratelimit/breaker.ts';
 import { writeAccountsFile } from '../helpers/accounts.ts';
 import { rowsOf, untilAllSynced } from '../helpers/batches.ts';

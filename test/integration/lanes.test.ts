@@ -4,8 +4,8 @@
 // puts every job back in its lane; and inside a lane, institutes take turns.
 import { describe, expect, it } from 'vitest';
 import { publishBatches } from '../../src/intake/publish.ts';
-import { createLogger } from '../../src/logger.ts';
-import { createRuntime } from '../../src/runtime.ts';
+import { createLogger } from '../../src/logging/logger.ts';
+import { createRuntime } from '../../src/runtime/runtime.ts';
 import type { BatchRow } from '../../src/db/schema/index.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { BACKGROUND_QUEUE, SYNC_QUEUE, bothQueues } from '../../src/sync/queue.ts';

@@ -15,7 +15,7 @@ import {
   loadConfig,
   type ClassroomSync,
 } from '../../src/index.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import { waitFor } from '../helpers/harness.ts';
 import { ROOT, killAllChildren, scratchDir } from '../helpers/cli.ts';
 import { useHarness } from '../helpers/use-harness.ts';

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LaneDeferredError, createRateLimiter } from '../../src/ratelimit/limiter.ts';
-import { createRedis } from '../../src/redis.ts';
+import { createRedis } from '../../src/redis/connection.ts';
 import { REDIS_URL } from '../helpers/harness.ts';
 
 const redis = createRedis(REDIS_URL, 'worker');

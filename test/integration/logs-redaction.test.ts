@@ -6,7 +6,7 @@ import ky from 'ky';
 import { describe, expect, it } from 'vitest';
 import type { WorkerProcess } from '../../src/commands/worker.ts';
 import { TERMINAL_STATES } from '../../src/db/schema/index.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import { rowsOf } from '../helpers/batches.ts';
 import { dropQueueKeys, waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { createRateLimiter } from '../../src/ratelimit/limiter.ts';
-import { createRedis } from '../../src/redis.ts';
+import { createRedis } from '../../src/redis/connection.ts';
 import { untilAllSynced } from '../helpers/batches.ts';
 import { publishDepsOf, REDIS_URL, waitFor } from '../helpers/harness.ts';
 import { useHarnessPerTest } from '../helpers/use-harness.ts';

@@ -11,7 +11,7 @@ import { type ReconcileOptions, runReconciliation } from '../../src/reconcile/ru
 import { reconcileDepsOf, reconcileOptionsOf } from '../../src/reconcile/setup.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { laneOfPriority } from '../../src/sync/lanes.ts';
-import { type SyncWorker, createSyncWorker } from '../../src/sync/worker.ts';
+import { type SyncWorker, createSyncWorker } from '../../src/sync/sync-worker.ts';
 import { rowOf } from '../helpers/batches.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';

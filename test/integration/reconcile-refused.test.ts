@@ -8,7 +8,7 @@ import { readTimeline } from '../../src/mapping/index.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
 import type { ReconcileReport } from '../../src/reconcile/types.ts';
 import { RECONCILE_QUEUE } from '../../src/reconcile/scheduler.ts';
-import { abandonBatches, undoAbandon } from '../../src/sync/abandon.ts';
+import { abandonBatches, undoAbandon } from '../../src/sync/abandon-batches.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { killAllChildren, runCli } from '../helpers/cli.ts';
 import { rowOf, untilSynced } from '../helpers/batches.ts';

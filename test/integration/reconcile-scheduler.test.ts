@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { reconciliationRuns } from '../../src/db/schema/index.ts';
 import { type Reconciler, RECONCILE_SCHEDULER_ID, createReconciler } from '../../src/reconcile/scheduler.ts';
 import type { ReconcileReport } from '../../src/reconcile/types.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import type { Runtime } from '../../src/runtime/runtime.ts';
 import { waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 

@@ -3,14 +3,14 @@
 import { asc, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { readTimeline } from '../../src/mapping/index.ts';
-import { SANDBOX_DEFAULTS } from '../../src/config.ts';
+import { SANDBOX_DEFAULTS } from '../../src/config/config.ts';
 import { batchClasses, batchEvents, reconciliationRuns } from '../../src/db/schema/index.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { type ReconcileOptions, runReconciliation } from '../../src/reconcile/run.ts';
 import { reconcileDepsOf, reconcileOptionsOf } from '../../src/reconcile/setup.ts';
 import { type Category, emptyCounts } from '../../src/reconcile/types.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
-import { type SyncWorker, createSyncWorker } from '../../src/sync/worker.ts';
+import { type SyncWorker, createSyncWorker } from '../../src/sync/sync-worker.ts';
 import { rowOf, untilSynced } from '../helpers/batches.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';

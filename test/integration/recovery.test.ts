@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { withClassroom } from '../../src/config.ts';
+import { withClassroom } from '../../src/config/config.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { rowsOf } from '../helpers/batches.ts';
 import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { registerSandboxCommand } from '../../src/cli/sandbox.ts';
-import { type Config, loadConfig } from '../../src/config.ts';
+import { type Config, loadConfig } from '../../src/config/config.ts';
 import { writeAccountsFile } from '../helpers/accounts.ts';
 import { INSTITUTE, addClass, call, config, control, eventually, listing, useSandbox } from '../helpers/sandbox.ts';
 

@@ -11,11 +11,11 @@ import type { CallOptions, ClassroomClient } from '../../src/classroom/client.ts
 import { isClassroomError } from '../../src/classroom/errors.ts';
 import { TERMINAL_STATES, batchClasses } from '../../src/db/schema/index.ts';
 import { publishBatchCreated } from '../../src/intake/publish.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import { FAULT_KINDS, type FaultKind, type SandboxOperation } from '../../src/sandbox/index.ts';
 import { DeferError, LeaseLostError, PermanentSyncError, failureOf } from '../../src/sync/errors.ts';
 import { type SyncDeps, runBatch } from '../../src/sync/machine.ts';
-import { retryBatches } from '../../src/sync/retry.ts';
+import { retryBatches } from '../../src/sync/retry-batches.ts';
 import { rowOf } from '../helpers/batches.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';

@@ -8,7 +8,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ClassroomSync, createClassroomSync, loadConfig } from '../../src/index.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import { type TimelineEntry, readTimeline } from '../../src/mapping/index.ts';
 import { formatTimeline } from '../../src/read-model/index.ts';
 import { currentTraceId } from '../../src/telemetry/trace-id.ts';

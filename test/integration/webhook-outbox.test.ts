@@ -1,7 +1,7 @@
 // The outbox's dispatcher statements on the real PostgreSQL: attempts that finish together are
 // recorded in one statement, each by its own outcome and fenced by its own attempt number.
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import { outbox } from '../../src/mapping/index.ts';
 import { startWebhookDelivery } from '../../src/webhooks/index.ts';
 import { waitFor } from '../helpers/harness.ts';

@@ -2,9 +2,9 @@
 // that the reference library verifies, from an outbox PostgreSQL writes beside the state change.
 import { describe, expect, it } from 'vitest';
 import { publishBatchCreated, publishBatches } from '../../src/intake/publish.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import { outbox } from '../../src/mapping/index.ts';
-import { abandonBatches, undoAbandon } from '../../src/sync/abandon.ts';
+import { abandonBatches, undoAbandon } from '../../src/sync/abandon-batches.ts';
 import { writeAccountsFile } from '../helpers/accounts.ts';
 import { rowOf, untilAllSynced } from '../helpers/batches.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, SANDBOX_DEFAULTS, loadConfig } from '../../src/config.ts';
+import { ConfigError, SANDBOX_DEFAULTS, loadConfig } from '../../src/config/config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'accounts-'));
 let files = 0;

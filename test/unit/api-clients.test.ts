@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PLACEHOLDER_TOKENS } from '../../src/access/tokens.ts';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig } from '../../src/config/config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'classroom-sync-clients-unit-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

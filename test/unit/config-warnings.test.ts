@@ -3,9 +3,9 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import { configWarnings, isLoopback } from '../../src/config-warnings.ts';
-import { looseFilePermissions } from '../../src/file-permissions.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { configWarnings, isLoopback } from '../../src/config/warnings.ts';
+import { looseFilePermissions } from '../../src/config/file-permissions.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'config-warnings-'));
 let files = 0;

@@ -3,7 +3,7 @@
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { describe, expect, it } from 'vitest';
 import { NotSentError, OutcomeUnknownError, RejectedError, ThrottledError } from '../../src/classroom/errors.ts';
-import { serializeError } from '../../src/logger.ts';
+import { serializeError } from '../../src/logging/logger.ts';
 import { LeaseLostError } from '../../src/mapping/index.ts';
 import { DeferError, NotVisibleYetError, PermanentSyncError, SyncError, type SyncFailureKind, failureOf, queueAction } from '../../src/sync/errors.ts';
 

@@ -2,7 +2,7 @@
 // renewal fails, and a process that cannot renew (frozen, its database gone) stops acting as the
 // owner once the lease's local deadline has passed.
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import { LeaseLostError } from '../../src/mapping/index.ts';
 import { LeaseKeeper } from '../../src/sync/lease-keeper.ts';
 

@@ -1,7 +1,7 @@
 // The logger's censoring, line by line: credentials and join links at the top level of a line, one
 // level down under any key, in request headers, and in a child logger's bindings.
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 
 const LINK = 'https://classes.example/join/0123456789abcdefSECRET';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig } from '../../src/config/config.ts';
 import { verdictOf } from '../../src/webhooks/outcome.ts';
 import { endpointRouter, routedInstitutes } from '../../src/webhooks/routing.ts';
 import { parseRetryAfter, retryDelayMs } from '../../src/webhooks/schedule.ts';

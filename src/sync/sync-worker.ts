@@ -1,17 +1,20 @@
 // `classroom-sync worker`: runs sync jobs, and sweeps Postgres for batches that lost their job.
 import { Worker } from 'bullmq';
 import { createClassroomClient } from '../classroom/client.ts';
-import type { Config } from '../config.ts';
-import type { Runtime } from '../runtime.ts';
-import { type Redis, createRedis } from '../redis.ts';
-import { within } from '../timeout.ts';
+import type { Telemetry } from 'bullmq';
+import type { Remotes } from '../accounts/remotes.ts';
+import type { Config } from '../config/config.ts';
+import type { Database } from '../db/client.ts';
+import type { Logger } from '../logging/logger.ts';
+import { type Redis, createRedis } from '../redis/connection.ts';
+import { within } from '../support/timeout.ts';
 import { fullJitterBackoff } from './backoff.ts';
 import { createCredentialsGuard } from './credentials.ts';
 import { LagMonitor } from './lag-monitor.ts';
 import type { SyncSettings, Transition } from './machine.ts';
 import type { ProcessorDeps, SyncAccount } from './types.ts';
 import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
-import { BACKGROUND_QUEUE, BACKOFF_STRATEGY, SYNC_QUEUE, type SyncJobData, type SyncResult } from './queue.ts';
+import { BACKGROUND_QUEUE, BACKOFF_STRATEGY, SYNC_QUEUE, type SyncJobData, type SyncQueue, type SyncResult } from './queue.ts';
 import { createSweeper } from './sweep.ts';
 import { labelRuns } from './job-span.ts';
 import { outbox, pruneEvents } from '../mapping/index.ts';
@@ -27,6 +30,20 @@ export interface SyncWorker {
   close(graceMs?: number): Promise<void>;
 }
 
+/** What the sync workers use (a Runtime has all of it). */
+export interface SyncWorkerDeps {
+  config: Pick<Config, 'sync' | 'accounts' | 'classroom' | 'redisUrl' | 'queuePrefix'>;
+  logger: Logger;
+  database: Pick<Database, 'db'>;
+  queue: SyncQueue;
+  /** Names this process in every lease it takes. */
+  workerId: string;
+  /** Per account: its classroom client, rate limiter and credentials breaker. */
+  remotes: Pick<Remotes, 'all' | 'forInstitute'>;
+  /** BullMQ's tracing; undefined when nothing traces. */
+  telemetry: Telemetry | undefined;
+}
+
 export interface SyncWorkerOptions {
   onTransition?: (transition: Transition) => void;
   /** Told how each job run ended (metrics). Must not throw. */
@@ -36,7 +53,7 @@ export interface SyncWorkerOptions {
 }
 
 /** The state machine's settings from the configuration. */
-export function syncSettings(config: Config): SyncSettings {
+export function syncSettings(config: SyncWorkerDeps['config']): SyncSettings {
   return {
     leaseMs: config.sync.leaseMs,
     settleMs: config.sync.settleMs,
@@ -48,31 +65,27 @@ export function syncSettings(config: Config): SyncSettings {
   };
 }
 
-export function createSyncWorker(runtime: Runtime, options: SyncWorkerOptions = {}): SyncWorker {
-  const { config, logger, database, queue, workerId } = runtime;
+export function createSyncWorker(deps: SyncWorkerDeps, options: SyncWorkerOptions = {}): SyncWorker {
+  const { config, logger, database, queue, workerId } = deps;
   // Set once the workers exist; the guards only pause and resume them.
   let pools: Worker<SyncJobData, SyncResult>[] = [];
-  const accounts = syncAccounts(runtime, () => pools);
-  const deps: ProcessorDeps = {
+  const accounts = syncAccounts(deps, () => pools);
+  const processorDeps: ProcessorDeps = {
     db: database.db,
     logger,
     workerId,
     settings: syncSettings(config),
     onTransition: options.onTransition,
     accountFor: accounts.forInstitute,
-    sharedSlots: runtime.remotes.all.length > 1,
+    sharedSlots: deps.remotes.all.length > 1,
     outageRetryMs: config.sync.backoffMaxMs,
   };
-  const processor = observeResults(labelRuns(createSyncProcessor(deps)), options.onJobResult);
+  const processor = observeResults(labelRuns(createSyncProcessor(processorDeps)), options.onJobResult);
   // Blocking commands need connections of their own. The background workers (operator work and
   // backfill) have slots of their own: they may wait for a rate-limit slot without taking one from live work.
   const connections = [createRedis(config.redisUrl, 'worker'), createRedis(config.redisUrl, 'worker')] as const;
-  const worker = createBullWorker(runtime, { name: SYNC_QUEUE, concurrency: config.sync.concurrency, connection: connections[0] }, processor);
-  const background = createBullWorker(
-    runtime,
-    { name: BACKGROUND_QUEUE, concurrency: config.sync.backgroundConcurrency, connection: connections[1] },
-    processor,
-  );
+  const worker = createBullWorker(deps, { name: SYNC_QUEUE, concurrency: config.sync.concurrency, connection: connections[0] }, processor);
+  const background = createBullWorker(deps, { name: BACKGROUND_QUEUE, concurrency: config.sync.backgroundConcurrency, connection: connections[1] }, processor);
   pools = [worker, background];
 
   const sweep = createSweeper({ db: database.db, queue, logger }, { stuckAfterMs: config.sync.stuckAfterMs });
@@ -114,9 +127,9 @@ type SyncProcessor = ReturnType<typeof createSyncProcessor>;
  * account is refused takes no jobs until one works again; otherwise only the refused account's
  * jobs wait (src/sync/credentials.ts).
  */
-function syncAccounts(runtime: Runtime, pools: () => Worker<SyncJobData, SyncResult>[]) {
-  const { logger } = runtime;
-  const named = runtime.remotes.all.length > 1;
+function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes'>, pools: () => Worker<SyncJobData, SyncResult>[]) {
+  const { logger, remotes } = deps;
+  const named = remotes.all.length > 1;
   let paused = false;
   const all: SyncAccount[] = [];
   const onChange = () => {
@@ -128,7 +141,7 @@ function syncAccounts(runtime: Runtime, pools: () => Worker<SyncJobData, SyncRes
       else pool.resume();
     }
   };
-  for (const remote of runtime.remotes.all) {
+  for (const remote of remotes.all) {
     const { account } = remote;
     const credentials = createCredentialsGuard({
       breaker: remote.breaker,
@@ -143,7 +156,7 @@ function syncAccounts(runtime: Runtime, pools: () => Worker<SyncJobData, SyncRes
   }
   const byName = new Map(all.map((account) => [account.name, account]));
   const forInstitute = (instituteId: string) => {
-    const remote = runtime.remotes.forInstitute(instituteId);
+    const remote = remotes.forInstitute(instituteId);
     return remote ? byName.get(remote.account.name) : undefined;
   };
   return { all, forInstitute };
@@ -151,17 +164,17 @@ function syncAccounts(runtime: Runtime, pools: () => Worker<SyncJobData, SyncRes
 
 /** A BullMQ worker over one of the sync queues, with the lock, stall and backoff settings the lease relies on. */
 function createBullWorker(
-  runtime: Pick<Runtime, 'config' | 'logger' | 'telemetry'>,
+  deps: Pick<SyncWorkerDeps, 'config' | 'logger' | 'telemetry'>,
   pool: { name: string; concurrency: number; connection: Redis },
   processor: SyncProcessor,
 ): Worker<SyncJobData, SyncResult> {
-  const { config, logger } = runtime;
+  const { config, logger, telemetry } = deps;
   const worker = new Worker<SyncJobData, SyncResult>(pool.name, processor, {
     connection: pool.connection,
     prefix: config.queuePrefix,
     concurrency: pool.concurrency,
     // Each run is a span in its batch's trace (child of where the job was added, whichever process).
-    ...(runtime.telemetry ? { telemetry: runtime.telemetry } : {}),
+    ...(telemetry ? { telemetry } : {}),
     // A SIGKILLed worker's jobs come back after the stall check; the PostgreSQL lease keeps the
     // re-run from racing a run that is still alive, so stalls are never counted against a job.
     maxStalledCount: 1_000,
@@ -183,7 +196,7 @@ function createBullWorker(
 }
 
 /** Every SYNC_SWEEP_EVERY: re-enqueue batches that lost their job, then prune old audit rows. */
-function startSweeping(sweep: () => Promise<unknown>, prune: () => Promise<unknown>, config: Config, logger: Runtime['logger']): NodeJS.Timeout {
+function startSweeping(sweep: () => Promise<unknown>, prune: () => Promise<unknown>, config: SyncWorkerDeps['config'], logger: Logger): NodeJS.Timeout {
   const timer = setInterval(() => {
     sweep()
       .then(prune)

@@ -1,9 +1,9 @@
 // Every environment variable the service reads, with its default and its checks (loadConfig parses them).
 import { z } from 'zod';
-import { accessEnv } from './access/settings.ts';
-import { classroomFields as f } from './classroom/settings.ts';
-import { duration, flag, int, webhookEnv } from './config-fields.ts';
-import { redisUrlProblem } from './redis-url.ts';
+import { accessEnv } from '../access/settings.ts';
+import { classroomFields as f } from '../classroom/settings.ts';
+import { duration, flag, int, webhookEnv } from './fields.ts';
+import { redisUrlProblem } from '../redis/url.ts';
 
 /** Values the built-in sandbox accepts, so a fresh checkout syncs with no `.env` at all. */
 export const SANDBOX_DEFAULTS = Object.freeze({

@@ -1,7 +1,7 @@
 // What REDIS_URL names: one Redis server (redis://, rediss://) or a Redis Cluster
 // (redis+cluster://, rediss+cluster://) given by a comma-separated list of seed nodes. Pure
 // parsing, shared by config validation and the connection factory.
-import { redactUrl } from './urls.ts';
+import { redactUrl } from '../support/urls.ts';
 
 export interface ClusterTarget {
   /** Seed nodes; the client learns the rest of the cluster from any one of them. */

@@ -1,17 +1,17 @@
 // The only reader of process.env. Parsed once, validated, frozen; a bad variable fails fast by name.
 import type { z } from 'zod';
-import { type AccessSettings, readAccess } from './access/settings.ts';
-import { tokenDigest } from './access/tokens.ts';
-import { resolveAccounts } from './accounts/resolve.ts';
-import type { Account } from './accounts/types.ts';
-import type { ClassroomSettings } from './classroom/settings.ts';
-import { envSchema } from './config-env.ts';
-import { ConfigError } from './config-error.ts';
-import { hasHashTag, isClusterUrl } from './redis-url.ts';
-import { type WebhookSettings, webhookSettingsOf } from './webhooks/settings.ts';
+import { type AccessSettings, readAccess } from '../access/settings.ts';
+import { tokenDigest } from '../access/tokens.ts';
+import { resolveAccounts } from '../accounts/resolve.ts';
+import type { Account } from '../accounts/types.ts';
+import type { ClassroomSettings } from '../classroom/settings.ts';
+import { envSchema } from './env.ts';
+import { ConfigError } from './error.ts';
+import { hasHashTag, isClusterUrl } from '../redis/url.ts';
+import { type WebhookSettings, webhookSettingsOf } from '../webhooks/settings.ts';
 
-export { SANDBOX_DEFAULTS } from './config-env.ts';
-export { ConfigError } from './config-error.ts';
+export { SANDBOX_DEFAULTS } from './env.ts';
+export { ConfigError } from './error.ts';
 
 export type Env = z.input<typeof envSchema>;
 /** Every environment variable `loadConfig` reads (tests hold .env.example, the README and compose to it). */

@@ -2,7 +2,7 @@
 // is known to have happened (src/mapping/request-retry.ts), so a retry can never send a second
 // add-class for a class that may exist.
 import * as mapping from '../mapping/index.ts';
-import { BatchAbandonedError } from './abandon.ts';
+import { BatchAbandonedError } from './abandon-batches.ts';
 import type { BatchKey } from './keys.ts';
 import type { SyncQueue } from './queue.ts';
 import { queueLaneOf } from './lanes.ts';

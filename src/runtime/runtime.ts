@@ -3,16 +3,16 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Telemetry } from 'bullmq';
-import { type RemoteObservers, type Remotes, createRemotes } from './accounts/remotes.ts';
-import type { Config } from './config.ts';
-import { type Database, createDatabase } from './db/client.ts';
-import type { PublishDeps } from './intake/publish.ts';
-import { type Logger, processLogger } from './logger.ts';
-import type { CredentialsBreaker } from './ratelimit/breaker.ts';
-import { type Redis, createRedis } from './redis.ts';
-import { within } from './timeout.ts';
-import { type SyncQueue, closeQueues, createSyncQueue, settleQueue } from './sync/queue.ts';
-import { queueTelemetry } from './telemetry/queue-telemetry.ts';
+import { type RemoteObservers, type Remotes, createRemotes } from '../accounts/remotes.ts';
+import type { Config } from '../config/config.ts';
+import { type Database, createDatabase } from '../db/client.ts';
+import type { PublishDeps } from '../intake/publish.ts';
+import { type Logger, processLogger } from '../logging/logger.ts';
+import type { CredentialsBreaker } from '../ratelimit/breaker.ts';
+import { type Redis, createRedis } from '../redis/connection.ts';
+import { within } from '../support/timeout.ts';
+import { type SyncQueue, closeQueues, createSyncQueue, settleQueue } from '../sync/queue.ts';
+import { queueTelemetry } from '../telemetry/queue-telemetry.ts';
 
 export interface Runtime {
   config: Config;

@@ -2,8 +2,8 @@
 // keys, a key sent where anyone on the network path can read it. Said once when a worker starts (at
 // warn, naming the setting, never a key) and by `check`; neither stops anything.
 import { BlockList, isIP } from 'node:net';
-import type { Account } from './accounts/types.ts';
-import { SANDBOX_DEFAULTS } from './config-env.ts';
+import type { Account } from '../accounts/types.ts';
+import { SANDBOX_DEFAULTS } from './env.ts';
 import type { Config } from './config.ts';
 import { looseFilePermissions } from './file-permissions.ts';
 

@@ -3,11 +3,11 @@
 // error can never drag its request headers into a log).
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import pino, { type Logger } from 'pino';
-import { isClassroomError } from './classroom/errors.ts';
-import { TOP_LEVEL_PATHS, censor, censorSecondLevel } from './log-secrets.ts';
+import { isClassroomError } from '../classroom/errors.ts';
+import { TOP_LEVEL_PATHS, censor, censorSecondLevel } from './secrets.ts';
 
 export type { Logger };
-export { maskJoinLink } from './log-secrets.ts';
+export { maskJoinLink } from './secrets.ts';
 
 /** Turns any thrown value into a log-safe object: name, message, kind, status, code, stack. */
 export function serializeError(error: unknown): Record<string, unknown> {

@@ -1,7 +1,7 @@
 // Every Redis connection of the process is made here: one server (redis://) or a Redis Cluster
 // (redis+cluster://host:port,host:port). BullMQ and the rate limiter take either.
 import { Cluster, type ClusterOptions, Redis as Standalone, type RedisOptions } from 'ioredis';
-import { type ClusterTarget, isClusterUrl, parseClusterUrl } from './redis-url.ts';
+import { type ClusterTarget, isClusterUrl, parseClusterUrl } from './url.ts';
 
 /** A connection to one Redis server or to a Redis Cluster. */
 export type Redis = Standalone | Cluster;

@@ -1,7 +1,7 @@
-// The shapes of environment values that several settings share (src/config.ts reads them).
+// The shapes of environment values that several settings share (src/config/config.ts reads them).
 import { z } from 'zod';
 import { parseDuration } from './duration.ts';
-import { DEFAULT_RETRY_SCHEDULE_MS, webhookFields } from './webhooks/settings.ts';
+import { DEFAULT_RETRY_SCHEDULE_MS, webhookFields } from '../webhooks/settings.ts';
 
 export const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 export const duration = z.string().transform((value, ctx) => {

@@ -7,7 +7,7 @@
 // remote, and dropping it would leave that class unaccounted for. A batch a worker holds right now,
 // or one whose add-class may still be in flight (`creating`), is refused too: its outcome is not
 // settled yet.
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
 import type { BatchState, Db } from '../mapping/index.ts';
 import { type BatchKey, jobIdFor } from './keys.ts';
