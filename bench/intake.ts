@@ -207,7 +207,7 @@ async function startServerChild(env: Record<string, string>, profile: string | u
 async function serverChild(): Promise<void> {
   const config = loadConfig(process.env);
   const runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
-  const http = await createHttpServer({ runtime, metrics: createMetrics() });
+  const http = await createHttpServer({ ...runtime, metrics: createMetrics(), publish: publishDepsOf(runtime) });
   const url = await http.listen({ port: 0, host: '127.0.0.1' });
   const profile = argValue('--profile');
   const session = profile ? new Session() : undefined;

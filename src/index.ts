@@ -61,7 +61,7 @@ export {
 // Running the service in your own process, and its database.
 export { runMigrations, DatabaseUnreachableError } from './db/migrate.ts';
 export { createRuntime, type Runtime, type RuntimeOptions } from './runtime/runtime.ts';
-export { createSyncWorker, type SyncWorker, type SyncWorkerOptions } from './sync/sync-worker.ts';
+export { createSyncWorker, type SyncWorker, type SyncWorkerDeps, type SyncWorkerOptions } from './sync/sync-worker.ts';
 export { abandonBatches, undoAbandon, BatchAbandonedError, type AbandonResult, type UndoAbandonResult } from './sync/abandon-batches.ts';
 
 // The local stand-in for the remote, for the integrator's own tests.

@@ -7,7 +7,7 @@ import { type HttpServer, createHttpServer } from '../http/server.ts';
 import { type Logger, processLogger } from '../logging/logger.ts';
 import { type Metrics, createMetrics } from '../metrics/metrics.ts';
 import { createReconciler } from '../reconcile/scheduler.ts';
-import { type Runtime, createRuntime } from '../runtime/runtime.ts';
+import { type Runtime, createRuntime, publishDepsOf } from '../runtime/runtime.ts';
 import { within } from '../support/timeout.ts';
 import { type SyncWorker, createSyncWorker } from '../sync/sync-worker.ts';
 import { type WebhookDelivery, startWebhookThread } from '../webhooks/index.ts';
@@ -40,7 +40,7 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
   let http: HttpServer;
   let url: string;
   try {
-    http = await createHttpServer({ runtime, metrics, metricsAuth: options.metricsAuth === true });
+    http = await createHttpServer({ ...runtime, metrics, publish: publishDepsOf(runtime) }, { metricsAuth: options.metricsAuth === true });
     // Listen before taking jobs: a port clash should stop a fresh process before it does any work.
     url = await http.listen().catch((error: unknown) => {
       throw portError(error, config.http.port);

@@ -62,9 +62,9 @@ export async function registerDashboard(app: FastifyInstance, deps: DashboardDep
   serverAdapter.setBasePath(DASHBOARD_PATH);
   const board = createBullBoard({
     queues: [deps.syncQueue, ...deps.extraQueues].map((queue) => new BullMQAdapter(queue)),
-    // @bull-board/fastify pins its own patch release of @bull-board/api, whose adapter types are
-    // nominally different (private fields) but the same at run time; the UI and routes come from ours.
-    serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
+    // One @bull-board/api for both (package.json's overrides): @bull-board/fastify pins its own patch
+    // release, whose adapter types would not match ours (private fields).
+    serverAdapter,
     options: { uiConfig: { boardTitle: 'classroom-sync' } },
   });
   await app.register(async (scope) => {

@@ -15,7 +15,8 @@ import { TimeoutError, withTimeout } from '../support/timeout.ts';
 
 export interface HealthDeps {
   redis: Redis;
-  database: Database;
+  /** Its pool answers `select 1`. */
+  database: Pick<Database, 'pool'>;
   /** Each account's credentials breaker: an open one makes readiness `degraded`. */
   breakers: readonly { account: string; breaker: CredentialsBreaker }[];
   /** Per dependency; a hung connection must not hang the probe. */

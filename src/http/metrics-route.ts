@@ -1,13 +1,21 @@
 // GET /metrics: the scrape-time gauges, refreshed, then Prometheus' text format.
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, LogLevel, onRequestHookHandler } from 'fastify';
-import { breakersOf } from '../accounts/remotes.ts';
+import { type Remotes, breakersOf } from '../accounts/remotes.ts';
+import type { Config } from '../config/config.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { createScrapeGuard } from '../metrics/scrape-guard.ts';
-import type { Runtime } from '../runtime/runtime.ts';
+import type { Redis } from '../redis/connection.ts';
+import type { SyncQueue } from '../sync/queue.ts';
 
 export interface MetricsRouteDeps {
-  runtime: Runtime;
+  /** `databaseUrl`: the scrape's own connection; `accounts`: batches by account with several. */
+  config: Pick<Config, 'databaseUrl' | 'accounts'>;
+  /** The queues' connection. */
+  redis: Redis;
+  queue: SyncQueue;
+  /** Each account's credentials breaker. */
+  remotes: Pick<Remotes, 'all'>;
   metrics: Metrics;
   extraQueues: readonly Queue[];
   probeTimeoutMs: number;
@@ -22,16 +30,16 @@ export interface MetricsRouteDeps {
  * own, at most once per SCRAPE_REUSE_MS (scrape-guard.ts); the connection closes with the server.
  */
 export function registerMetricsRoute(app: FastifyInstance, deps: MetricsRouteDeps): void {
-  const { runtime, metrics, onRequest } = deps;
+  const { config, metrics, onRequest } = deps;
   const scrape = createScrapeGuard({
     refresh: (sources, only) => metrics.refresh(sources, only),
     render: () => metrics.registry.metrics(),
-    databaseUrl: runtime.config.databaseUrl,
+    databaseUrl: config.databaseUrl,
     sources: () => ({
-      redis: runtime.redis,
-      queues: [runtime.queue, ...deps.extraQueues],
-      breakers: breakersOf(runtime.remotes),
-      accounts: runtime.config.accounts,
+      redis: deps.redis,
+      queues: [deps.queue, ...deps.extraQueues],
+      breakers: breakersOf(deps.remotes),
+      accounts: config.accounts,
     }),
     timeoutMs: deps.probeTimeoutMs,
   });

@@ -4,11 +4,16 @@
 // Without API_TOKEN the process still syncs and still serves the probes and /metrics, but the API
 // and dashboard answer 503 "API_TOKEN is not set": nothing that reads mappings or changes work is
 // ever reachable without a credential, and nothing invents one.
-import { breakersOf } from '../accounts/remotes.ts';
+import { type Remotes, breakersOf } from '../accounts/remotes.ts';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type LogLevel } from 'fastify';
+import type { Config } from '../config/config.ts';
+import type { Database } from '../db/client.ts';
+import type { PublishDeps } from '../intake/publish.ts';
+import type { Logger } from '../logging/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { type Runtime, publishDepsOf } from '../runtime/runtime.ts';
+import type { Redis } from '../redis/connection.ts';
+import type { SyncQueue } from '../sync/queue.ts';
 import { createClientDirectory } from '../access/directory.ts';
 import { type TrustProxy, clientsOf } from '../access/settings.ts';
 import { type Gate, disabledWithoutClients, requireClient, requireDashboard } from './auth.ts';
@@ -23,9 +28,24 @@ import { registerMetricsRoute } from './metrics-route.ts';
 /** 1,000 events with the largest allowed extra fields (8 KiB each) fit. */
 export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
 
-export interface HttpServerOptions {
-  runtime: Runtime;
+/** What the server uses: a Runtime has all of it but `metrics` and `publish`. */
+export interface HttpServerDeps {
+  config: Pick<Config, 'http' | 'queuePrefix' | 'databaseUrl' | 'accounts' | 'classroom'>;
+  logger: Logger;
+  /** Probed by /readyz; holds the sign-in throttle's counts; read by /metrics. */
+  redis: Redis;
+  /** /readyz queries its pool; the dashboard's retries write through `db`. */
+  database: Pick<Database, 'db' | 'pool'>;
+  /** The sync queue (its background queue beside it) on the dashboard and in the gauges. */
+  queue: SyncQueue;
+  /** Each account's credentials breaker, for /readyz and /metrics. */
+  remotes: Pick<Remotes, 'all'>;
   metrics: Metrics;
+  /** What POST /v1/batches records and enqueues with (publishDepsOf in src/runtime builds it). */
+  publish: PublishDeps;
+}
+
+export interface HttpServerOptions {
   /** More queues for the dashboard and the queue gauges (e.g. the reconciliation queue). */
   extraQueues?: readonly Queue[];
   /** Require the API token on /metrics as well (default false: most scrapers send none). */
@@ -45,17 +65,17 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
-export async function createHttpServer(options: HttpServerOptions): Promise<HttpServer> {
-  const { runtime, metrics } = options;
-  const directory = createClientDirectory(clientsOf(runtime.config.http));
+export async function createHttpServer(deps: HttpServerDeps, options: HttpServerOptions = {}): Promise<HttpServer> {
+  const { config } = deps;
+  const directory = createClientDirectory(clientsOf(config.http));
   // Shared with the /metrics route and the dashboard: addQueue() appends to it after start.
   // The background queue (operator work, backfill) is shown beside the sync queue.
-  const extraQueues: Queue[] = [runtime.queue.background, ...(options.extraQueues ?? [])];
+  const extraQueues: Queue[] = [deps.queue.background, ...(options.extraQueues ?? [])];
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
   const probeTimeoutMs = options.probeTimeoutMs ?? 1_500;
   if (options.metricsAuth && directory.size === 0) throw new Error('metrics authentication needs API_TOKEN or API_CLIENTS_FILE to be set');
 
-  const logger = runtime.logger.child({ component: 'http' });
+  const logger = deps.logger.child({ component: 'http' });
   const quietLevel = quietLevelOf(logger);
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -65,7 +85,7 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
     forceCloseConnections: 'idle',
     // TRUST_PROXY: whose X-Forwarded-For and X-Forwarded-Proto to believe (the throttle counts by
     // address; the session cookie is Secure when the original request was https).
-    trustProxy: fastifyTrustProxy(runtime.config.http.trustProxy),
+    trustProxy: fastifyTrustProxy(config.http.trustProxy),
     // Intake accepts 200-character batch ids; URL-encoded, each character may take up to 12.
     routerOptions: { maxParamLength: 2_400 },
   });
@@ -73,23 +93,23 @@ export async function createHttpServer(options: HttpServerOptions): Promise<Http
   // Declared up front (Fastify keeps one request shape); the authentication hooks set it.
   app.decorateRequest('apiClient', null);
   registerHealthRoutes(app, {
-    redis: runtime.redis,
-    database: runtime.database,
-    breakers: breakersOf(runtime.remotes),
+    redis: deps.redis,
+    database: deps.database,
+    breakers: breakersOf(deps.remotes),
     timeoutMs: probeTimeoutMs,
     logLevel: quietLevel,
   });
-  const gate: Gate = { directory, throttle: createAuthThrottle(runtime.redis, runtime.config.queuePrefix) };
+  const gate: Gate = { directory, throttle: createAuthThrottle(deps.redis, config.queuePrefix) };
   const metricsGuard = options.metricsAuth ? { onRequest: requireDashboard(gate, 'scrape /metrics') } : {};
-  registerMetricsRoute(app, { runtime, metrics, extraQueues, probeTimeoutMs, logLevel: quietLevel, ...metricsGuard });
+  registerMetricsRoute(app, { ...deps, extraQueues, probeTimeoutMs, logLevel: quietLevel, ...metricsGuard });
   let dashboard: Dashboard | undefined;
   if (directory.size > 0) {
-    dashboard = await registerOperatorRoutes(app, runtime, { gate, extraQueues, bodyLimitBytes });
+    dashboard = await registerOperatorRoutes(app, { ...deps, gate, extraQueues, bodyLimitBytes });
   } else {
-    runtime.logger.warn('neither API_TOKEN nor API_CLIENTS_FILE is set: serving only /healthz, /readyz and /metrics; the batch API and dashboard answer 503');
+    deps.logger.warn('neither API_TOKEN nor API_CLIENTS_FILE is set: serving only /healthz, /readyz and /metrics; the batch API and dashboard answer 503');
     for (const url of ['/v1/*', DASHBOARD_PATH, `${DASHBOARD_PATH}/*`]) app.all(url, disabledWithoutClients);
   }
-  return serverHandle(app, runtime.config.http, extraQueues, dashboard);
+  return serverHandle(app, config.http, extraQueues, dashboard);
 }
 
 /** Fastify's types leave out a hop count, which it takes as "the nearest N proxies": so spelled. */
@@ -101,35 +121,34 @@ function fastifyTrustProxy(trust: TrustProxy): boolean | string[] | ((address: s
  * Probes and scrapes come every few seconds: their request lines only at warn, but a route
  * level replaces the logger's, so never pick one chattier than the configured level.
  */
-function quietLevelOf(logger: Runtime['logger']): LogLevel {
+function quietLevelOf(logger: Logger): LogLevel {
   const warn = logger.levels.values.warn;
   if (warn === undefined) throw new Error('the HTTP server needs a logger with a "warn" level (pino\'s standard levels): it logs probes and scrapes at warn');
   return logger.levelVal >= warn ? (logger.level as LogLevel) : 'warn';
 }
 
-interface OperatorRouteDeps {
+interface OperatorRouteDeps extends Pick<HttpServerDeps, 'config' | 'database' | 'queue' | 'publish'> {
   gate: Gate;
   extraQueues: readonly Queue[];
   bodyLimitBytes: number;
 }
 
 /** The batch API under /v1 (a client's bearer token) and the dashboard (a token or its session cookie); resolves with the dashboard. */
-async function registerOperatorRoutes(app: FastifyInstance, runtime: Runtime, deps: OperatorRouteDeps): Promise<Dashboard> {
-  const { config } = runtime;
+async function registerOperatorRoutes(app: FastifyInstance, deps: OperatorRouteDeps): Promise<Dashboard> {
   await app.register(async (api) => {
     api.addHook('onRequest', requireClient(deps.gate));
     // Events are JSON; a text body is a client mistake worth a 415, not a "must be an object".
     api.removeContentTypeParser('text/plain');
     registerBatchRoutes(api, {
-      publish: publishDepsOf(runtime),
-      defaultInstituteId: config.classroom.instituteId,
+      publish: deps.publish,
+      defaultInstituteId: deps.config.classroom.instituteId,
       bodyLimitBytes: deps.bodyLimitBytes,
     });
   });
   const session = createDashboardSession(deps.gate.directory);
   return registerDashboard(app, {
-    db: runtime.database.db,
-    syncQueue: runtime.queue,
+    db: deps.database.db,
+    syncQueue: deps.queue,
     extraQueues: deps.extraQueues,
     authenticate: requireDashboard({ ...deps.gate, session }),
     session,

@@ -13,7 +13,7 @@ export class AccountUnavailableError extends Error {
 export type ClientFor = (instituteId: string) => Promise<ClassroomClient>;
 
 /** For one pass: each account's breaker is read once, when its first institute is reached. */
-export function clientsOf(remotes: Remotes): ClientFor {
+export function clientsOf(remotes: Pick<Remotes, 'forInstitute'>): ClientFor {
   const refused = new Map<string, Promise<string | undefined>>();
   return async (instituteId) => {
     const remote = remotes.forInstitute(instituteId);
@@ -31,7 +31,7 @@ export function clientsOf(remotes: Remotes): ClientFor {
 }
 
 /** Whether every account's key is refused now: then a pass could read nothing at all. */
-export async function everyKeyRefused(remotes: Remotes): Promise<string | undefined> {
+export async function everyKeyRefused(remotes: Pick<Remotes, 'all'>): Promise<string | undefined> {
   const states = await Promise.all(remotes.all.map(async (remote) => ({ name: remote.account.name, state: await remote.breaker.state() })));
   const reasons: string[] = [];
   for (const { name, state } of states) {

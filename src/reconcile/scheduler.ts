@@ -3,9 +3,13 @@
 // there is exactly one schedule, and each tick is one job that exactly one worker runs. Ticks are
 // aligned to multiples of RECONCILE_EVERY since the Unix epoch, so the default 15 minutes falls on
 // :00, :15, :30 and :45 UTC whichever process registered the schedule first.
-import { Queue, Worker } from 'bullmq';
-import { createRedis } from '../redis/connection.ts';
-import type { Runtime } from '../runtime/runtime.ts';
+import { Queue, type Telemetry, Worker } from 'bullmq';
+import type { Remotes } from '../accounts/remotes.ts';
+import type { Config } from '../config/config.ts';
+import type { Database } from '../db/client.ts';
+import type { Logger } from '../logging/logger.ts';
+import { type Redis, createRedis } from '../redis/connection.ts';
+import type { SyncQueue } from '../sync/queue.ts';
 import { runReconciliation } from './run.ts';
 import { type ReconcileReport, emptyCounts } from './types.ts';
 import { everyKeyRefused } from './accounts.ts';
@@ -27,6 +31,21 @@ export interface Reconciler {
   close(): Promise<void>;
 }
 
+/** What the scheduled passes use (a Runtime has all of it). */
+export interface ReconcilerDeps {
+  config: Pick<Config, 'queuePrefix' | 'redisUrl' | 'sync' | 'classroom' | 'accounts'>;
+  logger: Logger;
+  /** For the reconcile queue; the worker opens a connection of its own. */
+  redis: Redis;
+  database: Pick<Database, 'db'>;
+  /** The sync queue: repairs re-enqueue batches on it. */
+  queue: SyncQueue;
+  /** Per account: its classroom client and credentials breaker. */
+  remotes: Pick<Remotes, 'all' | 'forInstitute'>;
+  /** BullMQ's tracing; undefined when nothing traces. */
+  telemetry: Telemetry | undefined;
+}
+
 export interface ReconcilerOptions {
   /** Milliseconds between passes; default RECONCILE_EVERY. 0 removes the schedule. */
   everyMs?: number;
@@ -36,12 +55,12 @@ export interface ReconcilerOptions {
   linkChecks?: number;
 }
 
-export async function createReconciler(runtime: Runtime, options: ReconcilerOptions = {}): Promise<Reconciler> {
-  const { config, logger } = runtime;
+export async function createReconciler(deps: ReconcilerDeps, options: ReconcilerOptions = {}): Promise<Reconciler> {
+  const { config, logger, telemetry } = deps;
   const queue = new Queue<Record<string, never>, ReconcileJobResult>(RECONCILE_QUEUE, {
-    connection: runtime.redis,
+    connection: deps.redis,
     prefix: config.queuePrefix,
-    ...(runtime.telemetry ? { telemetry: runtime.telemetry } : {}),
+    ...(telemetry ? { telemetry } : {}),
   });
   await placeSchedule(queue, options.everyMs ?? config.sync.reconcileEveryMs);
 
@@ -49,12 +68,12 @@ export async function createReconciler(runtime: Runtime, options: ReconcilerOpti
   // Blocking commands need a connection of their own.
   const connection = options.worker === false ? undefined : createRedis(config.redisUrl, 'worker');
   if (connection) {
-    worker = new Worker<Record<string, never>, ReconcileJobResult>(RECONCILE_QUEUE, reconcileJob(runtime, options), {
+    worker = new Worker<Record<string, never>, ReconcileJobResult>(RECONCILE_QUEUE, reconcileJob(deps, options), {
       connection,
       prefix: config.queuePrefix,
       concurrency: 1,
       // Each pass is a trace of its own: the tick's job, its statements and its remote calls.
-      ...(runtime.telemetry ? { telemetry: runtime.telemetry } : {}),
+      ...(telemetry ? { telemetry } : {}),
     });
     worker.on('error', (error) => logger.error({ err: error }, 'reconcile worker error'));
   }
@@ -90,16 +109,16 @@ async function placeSchedule(queue: Reconciler['queue'], everyMs: number): Promi
 }
 
 /** One tick: a pass, or a skip while the key is refused; a pass with errors fails the job. */
-function reconcileJob(runtime: Runtime, options: ReconcilerOptions): () => Promise<ReconcileJobResult> {
-  const { config, logger } = runtime;
+function reconcileJob(deps: ReconcilerDeps, options: ReconcilerOptions): () => Promise<ReconcileJobResult> {
+  const { config, logger } = deps;
   return async () => {
     // While every key is refused every listing would fail: the credentials alert already speaks.
-    const refused = await everyKeyRefused(runtime.remotes);
+    const refused = await everyKeyRefused(deps.remotes);
     if (refused) {
       logger.info({ component: 'reconcile' }, `reconciliation pass skipped: ${refused}`);
       return { runId: null, counts: emptyCounts(), repairs: { requeued: 0, linkStepsReset: 0, adopted: 0, editsRequested: 0, skipped: 0 } };
     }
-    const report = await runReconciliation(reconcileDepsOf(runtime, logger), {
+    const report = await runReconciliation(reconcileDepsOf(deps, logger), {
       trigger: 'schedule',
       ...reconcileOptionsOf(config),
       ...(options.linkChecks === undefined ? {} : { linkChecks: options.linkChecks }),

@@ -1,13 +1,26 @@
-// What a pass needs from a runtime and its configuration: the one place they are put together
-// (the scheduled job, the `reconcile` command, tests and the benchmark all start here).
+// What a pass needs from the process's dependencies and its configuration: the one place they are
+// put together (the scheduled job, the `reconcile` command, tests and the benchmark all start here).
+import type { Remotes } from '../accounts/remotes.ts';
 import type { Config } from '../config/config.ts';
-import type { Runtime } from '../runtime/runtime.ts';
+import type { Database } from '../db/client.ts';
+import type { Logger } from '../logging/logger.ts';
+import type { SyncQueue } from '../sync/queue.ts';
 import { clientsOf } from './accounts.ts';
 import type { ReconcileDeps, ReconcileOptions } from './run.ts';
 
+/** What a pass's dependencies are made from (a Runtime has all of it). */
+export interface ReconcileSources {
+  database: Pick<Database, 'db'>;
+  /** The account serving each institute: its classroom client and credentials breaker. */
+  remotes: Pick<Remotes, 'forInstitute'>;
+  /** The sync queue: repairs re-enqueue batches on it. */
+  queue: SyncQueue;
+  logger: Logger;
+}
+
 /** Fresh for each pass: the accounts' breakers are read once per pass. */
-export function reconcileDepsOf(runtime: Pick<Runtime, 'database' | 'remotes' | 'queue' | 'logger'>, logger = runtime.logger): ReconcileDeps {
-  return { db: runtime.database.db, clientFor: clientsOf(runtime.remotes), queue: runtime.queue, logger };
+export function reconcileDepsOf(sources: ReconcileSources, logger = sources.logger): ReconcileDeps {
+  return { db: sources.database.db, clientFor: clientsOf(sources.remotes), queue: sources.queue, logger };
 }
 
 export function reconcileOptionsOf(config: Pick<Config, 'classroom' | 'accounts' | 'sync'>) {

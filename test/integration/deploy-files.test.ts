@@ -13,6 +13,7 @@ import { CONFIG_VARIABLES, SANDBOX_DEFAULTS, loadConfig } from '../../src/config
 import { type HttpServer, createHttpServer } from '../../src/http/server.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { ROOT, killAllChildren, runCli, scratchDir, startCli } from '../helpers/cli.ts';
+import { publishDepsOf } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
@@ -165,7 +166,7 @@ describe('Dockerfile', () => {
   it("HEALTHCHECK passes against the worker's HTTP server on PORT, and fails when nothing answers", async () => {
     const healthcheck = execForm(/^HEALTHCHECK .*?CMD (\[.*\])$/m);
     const port = await freePort();
-    const server: HttpServer = await createHttpServer({ runtime: h.runtime, metrics: createMetrics({ defaultMetrics: false }) });
+    const server: HttpServer = await createHttpServer({ ...h.runtime, metrics: createMetrics({ defaultMetrics: false }), publish: publishDepsOf(h.runtime) });
     try {
       await server.listen({ port, host: '127.0.0.1' });
       expect(await runHealthcheck(healthcheck, { PORT: String(port) })).toBe(0);

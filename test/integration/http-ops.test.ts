@@ -7,7 +7,7 @@ import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createRuntime } from '../../src/runtime/runtime.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { rowOf, untilAllSynced } from '../helpers/batches.ts';
-import { dropQueueKeys, waitFor } from '../helpers/harness.ts';
+import { dropQueueKeys, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 import { BEARER, TOKEN, basic, call, configFor, startTestWorker, useTestWorker } from './http-helpers.ts';
 import { promtool as runPromtool } from '../helpers/promql.ts';
@@ -49,7 +49,10 @@ describe('probes', () => {
       const lines: { level: number; msg: string; check?: string; err?: { message?: string } }[] = [];
       const logger = createLogger({ level: 'debug', destination: { write: (line: string) => void lines.push(JSON.parse(line)) } });
       const runtime = createRuntime(configFor(h, override), { logger });
-      const server = await createHttpServer({ runtime, metrics: createMetrics({ defaultMetrics: false }), probeTimeoutMs: 500 });
+      const server = await createHttpServer(
+        { ...runtime, metrics: createMetrics({ defaultMetrics: false }), publish: publishDepsOf(runtime) },
+        { probeTimeoutMs: 500 },
+      );
       try {
         const base = await server.listen({ port: 0, host: '127.0.0.1' });
         expect((await call(`${base}/healthz`)).status).toBe(200);

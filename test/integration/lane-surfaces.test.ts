@@ -80,7 +80,7 @@ describe('the way in decides the lane', () => {
 
 describe('operators see the lanes', () => {
   it('status, status --json, the batch API and /metrics show each lane with its batches and its oldest', async () => {
-    const server = await createHttpServer({ runtime: h.runtime, metrics: createMetrics({ defaultMetrics: false }) });
+    const server = await createHttpServer({ ...h.runtime, metrics: createMetrics({ defaultMetrics: false }), publish: publishDepsOf(h.runtime) });
     defer(() => server.close());
     const url = await server.listen({ port: 0, host: '127.0.0.1' });
     const posted = await call(`${url}/v1/batches`, { method: 'POST', headers: BEARER, json: [event('live-api'), event('under-way')] });
