@@ -2,7 +2,8 @@ import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import * as schema from './schema/index.ts';
 
-export type Db = NodePgDatabase<typeof schema>;
+/** What `drizzle(pool)` returns: the pool stays reachable as `$client` (see `runPrepared`). */
+export type Db = NodePgDatabase<typeof schema> & { $client: pg.Pool };
 /** A database handle or an open transaction: writers that must join a caller's transaction take this. */
 export type DbOrTx = Db | Parameters<Parameters<Db['transaction']>[0]>[0];
 

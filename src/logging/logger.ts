@@ -49,16 +49,16 @@ function rootLogger(base: pino.LoggerOptions, options: LoggerOptions): Logger {
 }
 
 /**
- * pino gives a child's bindings no formatter of ours, so the root's `child` censors them first. A
+ * pino gives a child's bindings no formatter of ours (`formatters.bindings` is the root's alone, and
+ * `onChild` sees a child once its bindings are serialized), so the root's `child` censors them first. A
  * child is made from its parent by `Object.create`, so every descendant finds this `child` too.
  */
 function censorChildBindings(root: Logger): Logger {
-  type Child = (this: unknown, bindings: pino.Bindings, options?: pino.ChildLoggerOptions) => unknown;
-  const child = root.child as unknown as Child;
-  const censoring: Child = function (bindings, options) {
-    return child.call(this, censorSecondLevel(bindings), options);
+  const child = root.child;
+  // Generic like pino's own `child`; `call` is told its types, as it would not infer a generic's.
+  root.child = function censoring<Levels extends string = never>(this: Logger, bindings: pino.Bindings, options?: pino.ChildLoggerOptions<Levels>) {
+    return child.call<Logger, [pino.Bindings, pino.ChildLoggerOptions<Levels> | undefined], Logger<Levels>>(this, censorSecondLevel(bindings), options);
   };
-  root.child = censoring as unknown as Logger['child'];
   return root;
 }
 

@@ -3,7 +3,6 @@
 import { type SQL, fillPlaceholders, getTableColumns, sql } from 'drizzle-orm';
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { PgDialect } from 'drizzle-orm/pg-core';
-import type pg from 'pg';
 import type { Db, DbOrTx } from '../db/client.ts';
 import { batchClasses } from '../db/schema/index.ts';
 import { currentTraceId } from '../telemetry/trace-id.ts';
@@ -113,10 +112,9 @@ export function prepare(name: string, statement: SQL): Prepared {
  */
 export async function runPrepared(db: Db, statement: Prepared, values: Record<string, unknown>): Promise<Record<string, unknown>[]> {
   const params = fillPlaceholders(statement.params as unknown[], values);
-  // drizzle(pool) keeps the pool as $client; `Db` (not a transaction) is always made that way.
-  const client = (db as unknown as { $client: pg.Pool }).$client;
   try {
-    return (await client.query({ name: statement.name, text: statement.text, values: params })).rows;
+    // drizzle(pool) keeps the pool as $client (a transaction has none: a `Db` is never one).
+    return (await db.$client.query({ name: statement.name, text: statement.text, values: params })).rows;
   } catch (error) {
     throw new DrizzleQueryError(statement.text, params, error instanceof Error ? error : new Error(String(error)));
   }

@@ -168,6 +168,22 @@ export interface ReconcileReport {
   errors: string[];
 }
 
-export const emptyCounts = (): Record<Category, number> => Object.fromEntries(CATEGORIES.map((c) => [c, 0])) as Record<Category, number>;
+/** A fresh `make()` for every category, in CATEGORIES order (the type checks that none is missing). */
+function perCategory<T>(make: () => T): Record<Category, T> {
+  return {
+    in_sync: make(),
+    missing_remote: make(),
+    hidden_remote: make(),
+    orphan_remote: make(),
+    stuck: make(),
+    link_missing: make(),
+    duplicate_suspect: make(),
+    needs_review_resolved: make(),
+    name_drift: make(),
+    cancelled_visible: make(),
+  };
+}
 
-export const emptyFindings = (): Record<Category, Finding[]> => Object.fromEntries(CATEGORIES.map((c) => [c, []])) as unknown as Record<Category, Finding[]>;
+export const emptyCounts = (): Record<Category, number> => perCategory(() => 0);
+
+export const emptyFindings = (): Record<Category, Finding[]> => perCategory((): Finding[] => []);
