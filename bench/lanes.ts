@@ -15,7 +15,7 @@ import { publishBatches } from '../src/intake/publish.ts';
 import { createLogger } from '../src/logging/logger.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { createRuntime, publishDepsOf } from '../src/runtime/runtime.ts';
-import type { CallLane } from '../src/ratelimit/limiter.ts';
+import type { QueueLane } from '../src/mapping/index.ts';
 import { type WorkerChild, startSandboxProcess, startWorkerProcess } from './support/processes.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round, slope } from './support/report.ts';
 import { benchEvents, createScratch, numberSetting, scratchPool, sleep } from './support/scratch.ts';
@@ -111,24 +111,24 @@ async function measureWindow(on: { deps: Deps; pool: Pool; sandbox: Sandbox; wor
   const ended = new Date();
   const slotsAfter = await slotsByLane(workers);
   const minutes = (ended.getTime() - started.getTime()) / 60_000;
-  const slotsPerMinute = Object.fromEntries(LANES.map((lane) => [lane, (slotsAfter[lane] - slotsBefore[lane]) / minutes])) as Record<CallLane, number>;
+  const slotsPerMinute = Object.fromEntries(LANES.map((lane) => [lane, (slotsAfter[lane] - slotsBefore[lane]) / minutes])) as Record<QueueLane, number>;
   return { started, ended, samples, http429: rejected(after) - rejected(before), slotsPerMinute };
 }
 
-const LANES = ['under_way', 'live', 'operator', 'backfill'] as const satisfies readonly CallLane[];
-const LANE_LABELS: Record<CallLane, string> = { under_way: 'under way', live: 'live', operator: 'operator', backfill: 'backfill' };
+const LANES = ['under_way', 'live', 'operator', 'backfill'] as const satisfies readonly QueueLane[];
+const LANE_LABELS: Record<QueueLane, string> = { under_way: 'under way', live: 'live', operator: 'operator', backfill: 'backfill' };
 
 /**
  * Rate-limit slots granted so far to each lane, summed over the workers' accounts: a lane's calls (a
  * batch's first call uses a slot of its own lane, every later call one of under way), plus the rare
  * slot a caller overslept and replaced, which the budget spent all the same.
  */
-async function slotsByLane(workers: readonly WorkerChild[]): Promise<Record<CallLane, number>> {
-  const sums = Object.fromEntries(LANES.map((lane) => [lane, 0])) as Record<CallLane, number>;
+async function slotsByLane(workers: readonly WorkerChild[]): Promise<Record<QueueLane, number>> {
+  const sums = Object.fromEntries(LANES.map((lane) => [lane, 0])) as Record<QueueLane, number>;
   for (const worker of workers) {
     const text = await (await fetch(`${worker.url}/metrics`)).text();
     for (const [, lane, value] of text.matchAll(/^classroom_sync_rate_limit_slots_total\{[^}]*lane="(\w+)"[^}]*\} (\S+)$/gm)) {
-      if (lane! in sums) sums[lane as CallLane] += Number(value);
+      if (lane! in sums) sums[lane as QueueLane] += Number(value);
     }
   }
   return sums;
@@ -177,7 +177,7 @@ function report(r: {
   live: Times;
   back: Times;
   perLane: Record<string, number>;
-  slotsPerMinute: Record<CallLane, number>;
+  slotsPerMinute: Record<QueueLane, number>;
   samples: { t: number; count: number }[];
   http429: number;
 }): void {

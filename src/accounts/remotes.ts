@@ -7,7 +7,8 @@ import { CredentialsRefusedError } from '../classroom/errors.ts';
 import type { Logger } from '../logging/logger.ts';
 import { type CredentialsBreaker, createCredentialsBreaker, describeBreaker } from '../ratelimit/breaker.ts';
 import { breakerKey, budgetKey } from '../ratelimit/keys.ts';
-import { BreakerOpenError, type CallLane, type RateLimiter, createRateLimiter, latestSendMs } from '../ratelimit/limiter.ts';
+import type { QueueLane } from '../mapping/index.ts';
+import { BreakerOpenError, type RateLimiter, createRateLimiter, latestSendMs } from '../ratelimit/limiter.ts';
 import type { Redis } from '../redis/connection.ts';
 import type { Account } from './types.ts';
 
@@ -32,7 +33,7 @@ export interface RemoteObservers {
   afterCall?: (call: CallRecord, account: string) => void;
   onRateLimitWait?: (ms: number, account: string) => void;
   /** `retake`: a fresh slot for a call that overslept its own (see ratelimit/limiter.ts). */
-  onRateLimitReserve?: (lane: CallLane, account: string, retake: boolean) => void;
+  onRateLimitReserve?: (lane: QueueLane, account: string, retake: boolean) => void;
 }
 
 export interface RemotesDeps {
@@ -75,7 +76,7 @@ function createRemote(account: Account, deps: RemotesDeps): Remote {
     windowMs: account.classroom.rateLimitWindowMs,
     ...(deps.accounts.length > 1 ? { liveHorizonMs: sharedLiveHorizonMs(account.classroom.rateLimitPerMinute) } : {}),
     ...(onRateLimitWait ? { onWait: (ms: number) => onRateLimitWait(ms, name) } : {}),
-    ...(onRateLimitReserve ? { onReserve: (lane: CallLane, retake: boolean) => onRateLimitReserve(lane, name, retake) } : {}),
+    ...(onRateLimitReserve ? { onReserve: (lane: QueueLane, retake: boolean) => onRateLimitReserve(lane, name, retake) } : {}),
   });
   const classroom = createClassroomClient(account.classroom, {
     latestSendMs: latestSendMs(account.classroom.rateLimitWindowMs),
@@ -103,6 +104,6 @@ function createRemote(account: Account, deps: RemotesDeps): Remote {
 }
 
 /** Each account's breaker, named: what status, readiness and metrics read. */
-export function breakersOf(remotes: Remotes): { account: string; breaker: CredentialsBreaker }[] {
+export function breakersOf(remotes: Pick<Remotes, 'all'>): { account: string; breaker: CredentialsBreaker }[] {
   return remotes.all.map((remote) => ({ account: remote.account.name, breaker: remote.breaker }));
 }

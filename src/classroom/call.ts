@@ -3,8 +3,10 @@
 // ended for metrics and the batch's audit trail. No retries: only the state machine knows whether
 // sending again could create a second class.
 import { type Answer, readAnswer } from './answer.ts';
-import { type ClassroomError, type ClassroomOperation, NotSentError, isClassroomError } from './errors.ts';
-import { type CallLane, latestSendMs } from '../ratelimit/limiter.ts';
+import { type ClassroomError, type ClassroomOperation, type FailureReason, NotSentError, isClassroomError } from './errors.ts';
+import { LaneDeferredError, RateLimitWaitTooLongError } from '../ratelimit/errors.ts';
+import type { QueueLane } from '../mapping/index.ts';
+import { latestSendMs } from '../ratelimit/limiter.ts';
 import { transportError } from './transport.ts';
 
 export interface CallRecord {
@@ -19,7 +21,7 @@ export interface CallRecord {
 
 export interface ClassroomHooks {
   /** Awaited before every request (the shared rate limit). A throw means the request is not sent. */
-  beforeCall?: (operation: ClassroomOperation, lane: CallLane | undefined) => Promise<void>;
+  beforeCall?: (operation: ClassroomOperation, lane: QueueLane | undefined) => Promise<void>;
   /** Told about every finished call (metrics, audit). Must not throw. */
   afterCall?: (call: CallRecord) => void;
   /**
@@ -44,7 +46,7 @@ export interface CallOptions {
    */
   slotReady?: Promise<number>;
   /** The lane the call is made for (the rate limit's order of precedence; default live). */
-  lane?: CallLane;
+  lane?: QueueLane;
   /**
    * The caller's own reason to stop: once aborted, the request is not sent, or is given up on at
    * once (the sync run lost its lease). Its reason is what a request not yet sent throws.
@@ -117,13 +119,20 @@ async function beforeSending(operation: ClassroomOperation, hooks: ClassroomHook
 }
 
 /** Waits for a slot of the shared rate limit (when there is one); resolves with the time it was had. */
-async function takeSlot(operation: ClassroomOperation, hooks: ClassroomHooks, lane: CallLane | undefined): Promise<number> {
+async function takeSlot(operation: ClassroomOperation, hooks: ClassroomHooks, lane: QueueLane | undefined): Promise<number> {
   try {
     await hooks.beforeCall?.(operation, lane);
     return performance.now();
   } catch (error) {
     // A classified refusal (the credentials breaker is open) keeps its kind.
     if (isClassroomError(error)) throw error;
-    throw new NotSentError(`${operation} not sent: ${(error as Error).message}`, { operation, reason: 'limiter_unavailable', cause: error });
+    throw new NotSentError(`${operation} not sent: ${(error as Error).message}`, { operation, reason: noSlotReason(error), cause: error });
   }
+}
+
+/** Why the limiter gave no slot: a full budget, a lower lane yielding, or a limiter that could not be asked. */
+function noSlotReason(error: unknown): FailureReason {
+  if (error instanceof RateLimitWaitTooLongError) return 'rate_limit_full';
+  if (error instanceof LaneDeferredError) return 'lane_deferred';
+  return 'limiter_unavailable';
 }

@@ -4,7 +4,10 @@
 export type ClassroomOperation = 'addClass' | 'editClass' | 'getClass' | 'listClasses';
 
 export type FailureKind =
-  /** The request never reached the remote (connection refused, DNS, rate limit not acquired): safe to retry. */
+  /**
+   * The request never left (connection refused, DNS, no rate-limit slot): safe to send again. It
+   * uses an attempt; once they are used up the batch waits rather than failing (src/sync/errors.ts).
+   */
   | 'not_sent'
   /** The remote refused it for good (4xx: credentials, headers, bad input, unknown class): retrying will not help. */
   | 'rejected'
@@ -23,11 +26,17 @@ export type FailureKind =
  * a retry may do, the reason says why.
  */
 export type FailureReason =
-  /** Not sent: no connection could be opened, the rate limiter was unreachable, the key is known to be refused, an unsafe id. */
+  /** Not sent: no connection could be opened, or an id unsafe to put in a URL. */
   | 'connect_failed'
-  | 'limiter_unavailable'
-  | 'breaker_open'
   | 'unsafe_id'
+  /** Not sent: the shared budget had no slot within the limiter's longest wait (a full budget). */
+  | 'rate_limit_full'
+  /** Not sent: a lower lane's call found no slot near enough and yields to live work. */
+  | 'lane_deferred'
+  /** Not sent: the rate limiter could not be asked (Redis, which holds the budget, failed). */
+  | 'limiter_unavailable'
+  /** Not sent (a credentials_refused): the API key is known to be refused, the breaker is open. */
+  | 'breaker_open'
   /** Sent, outcome unknown: no answer in time, the connection dropped, an answer we cannot read. */
   | 'timeout'
   | 'connection_lost'

@@ -4,7 +4,8 @@
 // forms (with audit rows and without); a run supplies only its values.
 import { type SQL, sql } from 'drizzle-orm';
 import { type Db, PROGRESS_B, type Prepared, type ProgressRow, decodeRow, eventsJson, insertEvents, interval, prepare, runPrepared, value } from './sql.ts';
-import { type AuditEvent, type Lease, LeaseLostError } from './types.ts';
+import { LeaseLostError } from './errors.ts';
+import type { AuditEvent, Lease } from './types.ts';
 
 export interface FencedStatement {
   /** Extends the lease (a run going on) or releases it. */

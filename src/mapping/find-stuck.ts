@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { TERMINAL_STATES } from '../db/schema/index.ts';
 import { type Db, execute, interval } from './sql.ts';
-import type { BatchKey, BatchLane, BatchState } from './types.ts';
+import { type BatchKey, type BatchLane, type BatchState, UNDER_WAY_STATES } from './types.ts';
 
 const terminal = sql.join(
   TERMINAL_STATES.map((s) => sql`${s}::batch_state`),
@@ -24,7 +24,10 @@ export interface Requeueable extends BatchKey {
  */
 export type StuckTier = 'ahead' | 'backfill';
 
-const UNDER_WAY = sql`state in ('creating', 'created', 'link_enabled')`;
+const UNDER_WAY = sql`state in (${sql.join(
+  UNDER_WAY_STATES.map((s) => sql`${s}::batch_state`),
+  sql`, `,
+)})`;
 
 const TIERS: Record<StuckTier, ReturnType<typeof sql>> = {
   ahead: sql`(${UNDER_WAY} or lane <> 'backfill')`,

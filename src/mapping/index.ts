@@ -24,7 +24,7 @@ export { type Requeueable, type StuckTier, findStuck } from './find-stuck.ts';
 export { forgetCreate } from './forget-create.ts';
 export { institutesOf } from './institutes-of.ts';
 export { institutesWithBatches } from './institutes-with-batches.ts';
-export { type LaneStat, QUEUE_LANES, type QueueLane, laneStats } from './lane-stats.ts';
+export { type LaneStat, laneStats } from './lane-stats.ts';
 export { lastLinkCursor } from './last-link-cursor.ts';
 export { type BatchFilter, listBatches } from './list-batches.ts';
 export { ABANDONABLE_STATES, markAbandoned } from './mark-abandoned.ts';

@@ -1,7 +1,8 @@
 import { type SQL, sql } from 'drizzle-orm';
 import { type FencedStatement, fencedStatement, fencedWrite } from './fenced-write.ts';
 import { type Db, type ProgressRow, value } from './sql.ts';
-import { type AuditEvent, type Lease, LeaseLostError } from './types.ts';
+import { LeaseLostError } from './errors.ts';
+import type { AuditEvent, Lease } from './types.ts';
 import { type Unstored, storeLinkStep, unstoredValues } from './unstored.ts';
 
 /** How a run that stops early leaves its batch. */

@@ -10,7 +10,7 @@
 //   orphan      a remote class that no mapping points at
 import type { BatchEventType, BatchRow, BatchState } from '../db/schema/index.ts';
 
-export { BATCH_EVENT_TYPES, BATCH_LANES, BATCH_STATES, TERMINAL_STATES } from '../db/schema/index.ts';
+export { BATCH_EVENT_TYPES, BATCH_LANES, BATCH_STATES, QUEUE_LANES, TERMINAL_STATES, UNDER_WAY_STATES } from '../db/schema/index.ts';
 export type {
   BatchEventType,
   BatchLane,
@@ -19,6 +19,7 @@ export type {
   EventDetail,
   ListName,
   NameMatch,
+  QueueLane,
   Review,
   ReviewEvidence,
   StoredEvent,
@@ -86,10 +87,4 @@ export interface TimelineEntry {
   traceId: string | null;
 }
 
-/** A run's write found another runner holding a newer lease epoch: this run must stop writing at once. */
-export class LeaseLostError extends Error {
-  override readonly name = 'LeaseLostError';
-  constructor(batchId: string) {
-    super(`lease on batch ${batchId} was taken over by another runner; this run stops without writing`);
-  }
-}
+export { LeaseLostError, MappingError } from './errors.ts';

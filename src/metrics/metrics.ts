@@ -10,7 +10,7 @@
 //   - Node's default process metrics.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { RemoteObservers } from '../accounts/remotes.ts';
-import { CALL_LANES } from '../ratelimit/limiter.ts';
+import { QUEUE_LANES } from '../read-model/index.ts';
 import type { SyncJobResult } from '../sync/processor.ts';
 import type { Transition } from '../sync/machine.ts';
 import type { DeliveryOutcome } from '../webhooks/index.ts';
@@ -178,7 +178,7 @@ function remoteCallMetrics(registers: Registry[], accounts: readonly string[]): 
   // Each account's waits and slots exist from the first scrape (a quiet account's are 0, not absent).
   for (const account of accounts) {
     rateLimitWaits.zero({ account });
-    for (const lane of CALL_LANES) reservations.labels({ account, lane }).inc(0);
+    for (const lane of QUEUE_LANES) reservations.labels({ account, lane }).inc(0);
   }
   return {
     afterCall(call, account) {

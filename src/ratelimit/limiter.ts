@@ -11,7 +11,27 @@
 // live call queues behind at most one slot promised to backfill, and backfill still takes every slot
 // nothing else wants. A refused caller is told when to ask again, and callers of one lane are spread
 // one slot apart, so they come back one by one instead of all at once.
+import type { Result } from 'ioredis';
+import type { QueueLane } from '../mapping/index.ts';
 import type { Redis } from '../redis/connection.ts';
+import { BreakerOpenError, LaneDeferredError, RateLimitWaitTooLongError } from './errors.ts';
+
+export { BreakerOpenError, LaneDeferredError, RateLimitError, RateLimitWaitTooLongError } from './errors.ts';
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    /** The RESERVE script below, defined on the connection by createRateLimiter. */
+    classroomSyncReserve4(
+      key: string,
+      breakerKey: string,
+      laneKey: string,
+      interval: number,
+      pauseUntil: number,
+      horizon: number,
+      spread: number,
+    ): Result<[number, number], Context>;
+  }
+}
 
 // KEYS[1] = schedule, KEYS[2] = credentials breaker, KEYS[3] = the lane's next "ask again" time.
 // ARGV: interval ms, pause-until ms (0 = none), how far ahead this lane may reserve (ms), how many
@@ -49,43 +69,19 @@ redis.call('SET', KEYS[1], slot + interval, 'PX', math.ceil(slot + interval - no
 return {1, math.ceil(wait)}
 `;
 
-/** Which lane a call is made for (see sync/lanes.ts); decides how far ahead it may reserve. */
-export const CALL_LANES = ['under_way', 'live', 'operator', 'backfill'] as const;
-export type CallLane = (typeof CALL_LANES)[number];
-
 export type Reservation = { granted: true; waitMs: number } | { granted: false; retryInMs: number };
 
 export interface RateLimiter {
   /** A slot for one call of `lane`, or when to ask again; reserves nothing when refused. Never waits. */
-  reserve(lane: CallLane): Promise<Reservation>;
+  reserve(lane: QueueLane): Promise<Reservation>;
   /**
    * Waits for this call's slot (a live or under-way call; default lane `live`). Throws
    * RateLimitWaitTooLongError when the wait would pass `maxWaitMs`, LaneDeferredError when a lane
    * that may not reserve that far ahead is refused (nothing is sent then).
    */
-  acquire(lane?: CallLane): Promise<number>;
+  acquire(lane?: QueueLane): Promise<number>;
   /** Holds every process back until `ms` from now (a 429 slows the whole fleet). */
   pause(ms: number): Promise<void>;
-}
-
-export class RateLimitWaitTooLongError extends Error {
-  override readonly name = 'RateLimitWaitTooLongError';
-}
-
-/** No slot while the key is known to be refused (see breaker.ts). */
-export class BreakerOpenError extends Error {
-  override readonly name = 'BreakerOpenError';
-}
-
-/** A lower lane's call found no slot near enough: ask again in `retryInMs` (nothing was reserved). */
-export class LaneDeferredError extends Error {
-  override readonly name = 'LaneDeferredError';
-  constructor(
-    readonly lane: CallLane,
-    readonly retryInMs: number,
-  ) {
-    super(`the ${lane} lane waits for a free rate-limit slot; asking again in ${retryInMs} ms`);
-  }
 }
 
 export interface RateLimiterOptions {
@@ -108,7 +104,7 @@ export interface RateLimiterOptions {
    * Told about every slot granted, with the lane it was granted to (metrics). `retake` is true for a
    * fresh slot taken by a caller that overslept the one it had (see `acquire`). Must not throw.
    */
-  onReserve?: (lane: CallLane, retake: boolean) => void;
+  onReserve?: (lane: QueueLane, retake: boolean) => void;
 }
 
 const HEADROOM = 0.98;
@@ -125,27 +121,18 @@ export const latestSendMs = (windowMs = 60_000): number => windowMs * (1 - HEADR
 /** Refused callers of a lane are spread over at most this many slots (about the fleet's background slots). */
 const ASK_SPREAD = 4;
 
-type ReserveFn = (
-  key: string,
-  breakerKey: string,
-  laneKey: string,
-  interval: number,
-  pauseUntil: number,
-  horizon: number,
-  spread: number,
-) => Promise<[number, number]>;
-
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const { redis, key, breakerKey = `${key}:breaker`, callsPerMinute, maxWaitMs = 30_000, liveHorizonMs, onWait, onReserve } = options;
   const latest = latestSendMs(options.windowMs);
-  if (!('classroomSyncReserve4' in redis)) redis.defineCommand('classroomSyncReserve4', { numberOfKeys: 3, lua: RESERVE });
-  const run = (redis as unknown as { classroomSyncReserve4: ReserveFn }).classroomSyncReserve4.bind(redis);
+  // One definition per connection, however many accounts' limiters share it.
+  if (!Reflect.has(redis, 'classroomSyncReserve4')) redis.defineCommand('classroomSyncReserve4', { numberOfKeys: 3, lua: RESERVE });
+  const run: Redis['classroomSyncReserve4'] = (...args) => redis.classroomSyncReserve4(...args);
   // Calls are scheduled at 98% of the budget: requests reach the remote with a few ms of jitter
   // after their slot, and a remote counting per sliding minute must never see R + 1.
   const interval = 60_000 / (callsPerMinute * HEADROOM);
   const horizons = { ...horizonsFor(interval, maxWaitMs), ...(liveHorizonMs === undefined ? {} : { live: Math.min(liveHorizonMs, maxWaitMs) }) };
 
-  const reserve = async (lane: CallLane, retake = false): Promise<Reservation> => {
+  const reserve = async (lane: QueueLane, retake = false): Promise<Reservation> => {
     const [code, ms] = (await run(key, breakerKey, `${key}:ask:${lane}`, interval, 0, horizons[lane], ASK_SPREAD)).map(Number) as [number, number];
     if (code === -2) throw new BreakerOpenError('the credentials breaker is open: the remote refuses this API key');
     if (code !== 1) return { granted: false, retryInMs: Math.max(1, ms) };
@@ -183,7 +170,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
 }
 
 /** How far ahead each lane may reserve: a slot or two for the lower lanes (never less than 25 ms). */
-function horizonsFor(interval: number, maxWaitMs: number): Record<CallLane, number> {
+function horizonsFor(interval: number, maxWaitMs: number): Record<QueueLane, number> {
   return {
     under_way: maxWaitMs,
     live: maxWaitMs,

@@ -4,6 +4,6 @@ export { type AccountCounts, NO_ACCOUNT, countByAccount, formatAccountCounts } f
 export { type BatchView, formatBatch, notKnownUnder, viewOf } from './batch-view.ts';
 export { refusedKeyLine } from './credentials.ts';
 export { formatBatchDeliveries, formatDeliveries, lastAnswerOf } from './deliveries.ts';
-export { type LaneStat, type QueueLane, formatLanes, laneStats } from './lanes.ts';
+export { type LaneStat, QUEUE_LANES, type QueueLane, formatLanes, laneStats } from './lanes.ts';
 export { type TimelineEntry, formatTimeline } from './timeline.ts';
 export { TERMINAL_STATES, countByState, findBatch, institutesOf, listBatches, outbox, readTimeline } from '../mapping/index.ts';

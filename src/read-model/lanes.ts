@@ -2,7 +2,7 @@
 // oldest has (from PostgreSQL, so they are right even while Redis is being rebuilt).
 import { type LaneStat, QUEUE_LANES, type QueueLane } from '../mapping/index.ts';
 
-export { laneStats } from '../mapping/index.ts';
+export { QUEUE_LANES, laneStats } from '../mapping/index.ts';
 export type { LaneStat, QueueLane };
 
 const LABELS: Record<QueueLane, string> = { under_way: 'under way', live: 'live', operator: 'operator', backfill: 'backfill' };

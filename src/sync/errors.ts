@@ -1,8 +1,11 @@
-// Why a sync run stopped, as one closed set of kinds, and the one function that says what the queue
-// does about each. Every error a run ends with is classified here (`failureOf`): the remote's own
-// errors keep the kind they were given at the boundary (src/classroom/errors.ts); the state
-// machine's carry theirs; anything else is a database problem or, failing that, `internal`, with
-// its cause kept.
+// Why a sync job stopped, as one closed set of kinds, and the one table that says what the queue
+// does about each (`queueAction`). Every error a job ends with is classified here, once
+// (`failureOf`): the remote's own errors keep the kind they were given at the boundary
+// (src/classroom/errors.ts); the sync layer's carry theirs (SyncError, the base class of this
+// layer's errors); the mapping table's lease loss is `lease_lost`; a driver error is `database`, or
+// `database_unavailable` when the connection itself failed (told by its error code or, for a
+// dropped connection, the driver's message: src/db/connection-loss.ts); anything else is
+// `internal`, with its cause kept.
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { CONNECTION_CODES, isConnectionLoss } from '../db/connection-loss.ts';
 import { type FailureKind, isClassroomError } from '../classroom/errors.ts';
@@ -15,6 +18,10 @@ export type SyncFailureKind =
   | FailureKind
   /** Not this run's turn: another runner holds the batch, or an add-class must settle before the listing is read. */
   | 'busy'
+  /** No account serves the batch's institute (a restart with a new accounts file may add one). */
+  | 'no_account'
+  /** A lower lane's job found no rate-limit slot near enough: it yields to live work and asks again. */
+  | 'slot_wait'
   /** Something we wrote is not visible on the remote yet (read lag). */
   | 'not_visible_yet'
   /** Another runner took the batch over; this run stopped writing. */
@@ -45,20 +52,30 @@ export type SyncFailureKind =
   /** Anything else: a bug; the cause is kept. */
   | 'internal';
 
-/** What the queue does: run the job again later without using an attempt, retry it (an attempt), or stop. */
-export type QueueAction = 'delay' | 'retry' | 'fail';
+/**
+ * What the queue does about a job that stopped:
+ * - `delay`: run it again later, using no attempt; the batch is unchanged;
+ * - `retry`: run it again after a backoff, using an attempt; after the last the batch is `failed`;
+ * - `outlast`: like `retry`, but once the attempts are used the job keeps coming back every
+ *   SYNC_BACKOFF_MAX, using none: the remote is unavailable, nothing is wrong with the batch, and
+ *   however long that lasts the batch is not written off for it;
+ * - `fail`: stop; the batch is `failed` or `needs_review` (an operator's `retry` resumes it).
+ */
+export type QueueAction = 'delay' | 'retry' | 'outlast' | 'fail';
 
 const ACTIONS: Record<SyncFailureKind, QueueAction> = {
-  not_sent: 'retry',
-  outcome_unknown: 'retry',
+  not_sent: 'outlast',
+  outcome_unknown: 'outlast',
+  unconfirmed_refusal: 'outlast',
   remote_inconsistent: 'retry',
-  unconfirmed_refusal: 'retry',
   forbidden: 'retry',
   database: 'retry',
   internal: 'retry',
   throttled: 'delay',
   credentials_refused: 'delay',
   busy: 'delay',
+  no_account: 'delay',
+  slot_wait: 'delay',
   not_visible_yet: 'delay',
   lease_lost: 'delay',
   database_unavailable: 'delay',
@@ -73,21 +90,19 @@ export function queueAction(kind: SyncFailureKind): QueueAction {
   return ACTIONS[kind];
 }
 
-/** An error of the state machine: its kind, a machine-readable reason, and for delays how long. */
+/** The base class of the sync layer's errors: its kind, a machine-readable reason, and for delays how long. */
 export class SyncError extends Error {
   override readonly name: string = 'SyncError';
   constructor(
     readonly kind: SyncFailureKind,
     readonly reason: string,
     message: string,
-    options: { cause?: unknown; delayMs?: number } = {},
+    options: { cause?: unknown; delayMs?: number | undefined } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.delayMs = options.delayMs;
   }
   readonly delayMs: number | undefined;
-  /** The batch's state when its run stopped (set by the run's end): where its job goes next. */
-  batchState: BatchState | undefined;
 }
 
 /** Try again after `delayMs` without counting an attempt (a lease held elsewhere, a settle delay, a 429, a refused key). */
@@ -110,6 +125,21 @@ export class NotVisibleYetError extends DeferError {
 /** The batch reached `failed` or `needs_review`; retrying the job cannot help (`classroom-sync retry` can). */
 export class PermanentSyncError extends SyncError {
   override readonly name = 'PermanentSyncError';
+}
+
+/**
+ * How a run that held the lease ended short of rest: the classified error it stopped with (its kind,
+ * reason and delay, and its `cause`), and the batch's state then, which says where the job goes next.
+ * Errors thrown before a run holds the lease are never this: no state of theirs is known.
+ */
+export class RunStoppedError extends SyncError {
+  override readonly name = 'RunStoppedError';
+  constructor(
+    readonly stopped: SyncError,
+    readonly batchState: BatchState,
+  ) {
+    super(stopped.kind, stopped.reason, stopped.message, { cause: stopped, delayMs: stopped.delayMs });
+  }
 }
 
 /** How a run's error is classified: one shape for logs, the mapping table and the queue. */

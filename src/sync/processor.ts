@@ -1,12 +1,15 @@
-// The one place where a sync run's outcome becomes BullMQ behaviour: the kind of failure decides
-// (`queueAction`), nothing else. Lanes meet the rate limit here too: a job of a lower lane (operator,
-// backfill; they run in the background queue's own worker slots) takes its first call's slot
-// before its run starts, without touching PostgreSQL while it waits for one.
+// The one place where a sync job's end becomes BullMQ behaviour. Whatever stopped it (no account
+// serves its institute, a refused key, no rate-limit slot for its lane yet, or its run) is an
+// error; `failureOf` classifies it into one kind and `queueAction` maps the kind to what the queue
+// does (src/sync/errors.ts); `settle` below carries that out. Lanes meet the rate limit here too: a
+// job of a lower lane (operator, backfill; they run in the background queue's own worker slots)
+// takes its first call's slot before its run starts, without touching PostgreSQL while it waits.
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
-import { BreakerOpenError } from '../ratelimit/limiter.ts';
-import { type Failure, SyncError, failureOf, queueAction } from './errors.ts';
+import { BreakerOpenError } from '../ratelimit/errors.ts';
+import type { Reservation } from '../ratelimit/limiter.ts';
+import { DeferError, type Failure, RunStoppedError, SyncError, failureOf, queueAction } from './errors.ts';
 import { type QueueLane, laneOfPriority, priorityOf, queueLaneOf } from './lanes.ts';
 import { runBatch } from './machine.ts';
 import type { SyncJobData, SyncResult } from './queue.ts';
@@ -30,47 +33,78 @@ export function createSyncProcessor(processorDeps: ProcessorDeps) {
   const unserved = warnOnce(processorDeps.logger);
   return async function processSyncJob(job: SyncJob, token?: string): Promise<SyncResult> {
     const key = { instituteId: job.data.instituteId, batchId: job.data.batchId };
-    const account = processorDeps.accountFor(key.instituteId);
-    if (!account) {
-      unserved(key.instituteId);
-      return wait(job, token, NO_ACCOUNT_RETRY_MS, `no account serves institute ${key.instituteId}`);
-    }
-    // Known refused here: back to wait before touching PostgreSQL (one process probes meanwhile).
-    if (account.credentials.isRefused()) return wait(job, token, account.credentials.retryInMs(), `the API key of account ${account.name} is refused`);
-    const { accountFor: _, ...rest } = processorDeps;
-    const deps: SyncDeps = {
-      ...rest,
-      classroom: account.classroom,
-      limiter: account.limiter,
-      credentials: account.credentials,
-      lagMonitor: account.lagMonitor,
-    };
-    const log = deps.logger.child({ batchId: key.batchId, instituteId: key.instituteId, jobId: job.id });
+    const log = processorDeps.logger.child({ batchId: key.batchId, instituteId: key.instituteId, jobId: job.id });
     const attempt = job.attemptsMade + 1;
-    const slot = await slotForLane(account, job, token, processorDeps.sharedSlots === true);
     try {
-      const outcome = await runBatch({ ...deps, logger: log }, key, attempt, slot ? { firstSlot: slot.ready } : {});
+      const account = accountFor(processorDeps, key.instituteId, unserved);
+      const { accountFor: _, ...rest } = processorDeps;
+      const deps: SyncDeps = {
+        ...rest,
+        logger: log,
+        classroom: account.classroom,
+        limiter: account.limiter,
+        credentials: account.credentials,
+        lagMonitor: account.lagMonitor,
+      };
+      const slot = await slotForLane(account, job, processorDeps.sharedSlots === true);
+      const outcome = await runBatch(deps, key, attempt, slot ? { firstSlot: slot.ready } : {});
       return { state: outcome.state, classId: outcome.classId };
     } catch (error) {
-      const failure = failureOf(error);
-      const action = queueAction(failure.kind);
-      if (action !== 'fail') await promoteIfUnderWay(job, error, log);
-      switch (action) {
-        case 'delay':
-          // Not a failed attempt: run again later (lease elsewhere, settle delay, read lag, 429, refused key).
-          await job.moveToDelayed(Date.now() + (failure.delayMs ?? 1_000), token);
-          throw new DelayedError(failure.message);
-        case 'fail':
-          throw new UnrecoverableError(failure.message);
-        case 'retry':
-          if (attempt >= (job.opts.attempts ?? 1)) {
-            if (isOutage(failure)) return outlastOutage(job, token, failure, log, processorDeps.outageRetryMs ?? DEFAULT_OUTAGE_RETRY_MS);
-            await recordExhausted(deps, key, failure, attempt, log);
-          }
-          throw new Error(failure.message, { cause: error });
-      }
+      return settle({ job, token, attempt, key, log, deps: processorDeps }, error);
     }
   };
+}
+
+/**
+ * The account serving the institute, known not to be refused. Otherwise the job goes back to wait
+ * before touching PostgreSQL (one process probes a refused key meanwhile).
+ */
+function accountFor(deps: ProcessorDeps, instituteId: string, unserved: (instituteId: string) => void): SyncAccount {
+  const account = deps.accountFor(instituteId);
+  if (!account) {
+    unserved(instituteId);
+    return defer(NO_ACCOUNT_RETRY_MS, `no account serves institute ${instituteId}`, 'no_account', 'no_account');
+  }
+  if (account.credentials.isRefused()) {
+    return defer(account.credentials.retryInMs(), `the API key of account ${account.name} is refused`, 'credentials_refused', 'breaker_open');
+  }
+  return account;
+}
+
+/** Back to wait for `ms` without using an attempt or touching the batch. */
+function defer(ms: number, why: string, kind: 'no_account' | 'credentials_refused' | 'slot_wait', reason: string): never {
+  throw new DeferError(ms, `${why}; waiting ${ms} ms`, kind, reason);
+}
+
+interface Settling {
+  job: SyncJob;
+  token: string | undefined;
+  attempt: number;
+  key: mapping.BatchKey;
+  log: Logger;
+  deps: Pick<ProcessorDeps, 'db' | 'workerId' | 'onTransition' | 'outageRetryMs'>;
+}
+
+/** What the queue does with a job that stopped: decided by its failure's kind alone (`queueAction`). */
+async function settle({ job, token, attempt, key, log, deps }: Settling, error: unknown): Promise<never> {
+  const failure = failureOf(error);
+  const action = queueAction(failure.kind);
+  if (action !== 'fail' && error instanceof RunStoppedError) await promoteIfUnderWay(job, error.batchState, log);
+  switch (action) {
+    case 'delay':
+      // Not a failed attempt: run again later (lease elsewhere, settle delay, read lag, 429, refused key, no slot).
+      await job.moveToDelayed(Date.now() + (failure.delayMs ?? 1_000), token);
+      throw new DelayedError(failure.message);
+    case 'fail':
+      throw new UnrecoverableError(failure.message);
+    case 'retry':
+    case 'outlast':
+      if (attempt >= (job.opts.attempts ?? 1)) {
+        if (action === 'outlast') return outlastOutage(job, token, failure, log, deps.outageRetryMs ?? DEFAULT_OUTAGE_RETRY_MS);
+        await recordExhausted(deps, key, failure, attempt, log);
+      }
+      throw new Error(failure.message, { cause: error });
+  }
 }
 
 /** The lane a job waits in: stored in its data when queued, else read from its priority. */
@@ -86,40 +120,40 @@ export function laneOfJob(job: SyncJob): QueueLane {
  * shutdown are never held up for long. With several accounts it goes back to wait at once: the
  * worker slot may serve another account meanwhile.
  */
-async function slotForLane(deps: SyncAccount, job: SyncJob, token: string | undefined, shared: boolean): Promise<{ ready: Promise<number> } | undefined> {
+async function slotForLane(deps: SyncAccount, job: SyncJob, shared: boolean): Promise<{ ready: Promise<number> } | undefined> {
   const lane = laneOfJob(job);
   if (lane !== 'operator' && lane !== 'backfill' && !(shared && lane === 'live')) return undefined;
   const giveUpAt = performance.now() + (shared ? 0 : IN_PLACE_MS);
-  let retryInMs: number;
   for (;;) {
-    try {
-      const reservation = await deps.limiter.reserve(lane);
-      // Wrapped: an async function would wait for a promise it returned instead of handing it over.
-      if (reservation.granted) return { ready: slotDue(reservation.waitMs) };
-      retryInMs = reservation.retryInMs;
-    } catch (error) {
-      if (!(error instanceof BreakerOpenError)) throw error;
-      deps.credentials.refused();
-      retryInMs = BREAKER_RETRY_MS;
-      break;
-    }
-    if (performance.now() + retryInMs > giveUpAt) break;
+    const reservation = await reserve(deps, lane);
+    // Wrapped: an async function would wait for a promise it returned instead of handing it over.
+    if (reservation.granted) return { ready: slotDue(reservation.waitMs) };
+    const { retryInMs } = reservation;
+    if (performance.now() + retryInMs > giveUpAt) return defer(retryInMs, `the ${lane} lane waits for a rate-limit slot`, 'slot_wait', 'lane_deferred');
     await new Promise((resolve) => setTimeout(resolve, retryInMs));
   }
-  await job.moveToDelayed(Date.now() + retryInMs, token);
-  throw new DelayedError(`the ${lane} lane waits for a rate-limit slot`);
+}
+
+/**
+ * One ask for a slot. While the key is known to be refused the job waits for it, like any job of a
+ * refused account; a limiter that cannot be asked (Redis failed) is an outage: nothing was sent.
+ */
+async function reserve(deps: SyncAccount, lane: QueueLane): Promise<Reservation> {
+  try {
+    return await deps.limiter.reserve(lane);
+  } catch (error) {
+    if (!(error instanceof BreakerOpenError)) {
+      throw new SyncError('not_sent', 'limiter_unavailable', `no rate-limit slot could be asked for: ${(error as Error).message}`, { cause: error });
+    }
+    deps.credentials.refused();
+    return defer(BREAKER_RETRY_MS, 'the API key is refused (the credentials breaker is open)', 'credentials_refused', 'breaker_open');
+  }
 }
 
 /** Resolves when a slot `waitMs` away comes due, with the time it did (`performance.now()`), however late the timer fires. */
 function slotDue(waitMs: number): Promise<number> {
   const due = performance.now() + waitMs;
   return new Promise((resolve) => setTimeout(() => resolve(due), waitMs));
-}
-
-/** Back to wait for `ms` without using an attempt or touching the batch. */
-async function wait(job: SyncJob, token: string | undefined, ms: number, why: string): Promise<never> {
-  await job.moveToDelayed(Date.now() + ms, token);
-  throw new DelayedError(`${why}; waiting ${ms} ms`);
 }
 
 /** One warning per institute no account serves, per process and ten minutes. */
@@ -137,9 +171,8 @@ function warnOnce(logger: Logger): (instituteId: string) => void {
 }
 
 /** A batch whose add-class was sent goes ahead of everything new: its job moves to the top lane. */
-async function promoteIfUnderWay(job: SyncJob, error: unknown, log: Logger): Promise<void> {
-  const state = error instanceof SyncError ? error.batchState : undefined;
-  if (!state || laneOfJob(job) === 'under_way' || queueLaneOf('live', state) !== 'under_way') return;
+async function promoteIfUnderWay(job: SyncJob, state: mapping.BatchState, log: Logger): Promise<void> {
+  if (laneOfJob(job) === 'under_way' || queueLaneOf('live', state) !== 'under_way') return;
   try {
     await job.changePriority({ priority: priorityOf('under_way') });
     await job.updateData({ ...job.data, lane: 'under_way' });
@@ -147,15 +180,6 @@ async function promoteIfUnderWay(job: SyncJob, error: unknown, log: Logger): Pro
     // It still runs again, in its old place; the sweep or its next run moves it up.
     log.warn({ err: promoteError }, 'could not move the job of a batch under way to the front of the queue');
   }
-}
-
-/**
- * Failures that say the remote is unavailable, not that anything is wrong with the batch: no request
- * got through, or no readable answer came back. However long that lasts, the batch is not written
- * off for it. (An unreachable PostgreSQL is `database_unavailable`, which never uses an attempt.)
- */
-function isOutage(failure: Failure): boolean {
-  return failure.kind === 'not_sent' || failure.kind === 'outcome_unknown' || failure.kind === 'unconfirmed_refusal';
 }
 
 /**
@@ -169,11 +193,12 @@ async function outlastOutage(job: SyncJob, token: string | undefined, failure: F
     { kind: failure.kind, reason: failure.reason, retryInMs: ms },
     `attempts used up by an outage, not by the batch: trying again in ${Math.round(ms / 1000)} s rather than failing it (${failure.message})`,
   );
-  return wait(job, token, ms, 'waiting out an outage');
+  await job.moveToDelayed(Date.now() + ms, token);
+  throw new DelayedError(`waiting out an outage; waiting ${ms} ms`);
 }
 
 /** The last attempt failed: the batch is `failed` with the last error (a later `retry` resumes safely). */
-async function recordExhausted(deps: SyncDeps, key: mapping.BatchKey, failure: Failure, attempt: number, log: Logger): Promise<void> {
+async function recordExhausted(deps: Settling['deps'], key: mapping.BatchKey, failure: Failure, attempt: number, log: Logger): Promise<void> {
   const failed = await mapping.markExhausted(deps.db, key, { message: failure.message, kind: failure.kind }, { attempt, workerId: deps.workerId });
   log.warn(
     { attempt, kind: failure.kind, reason: failure.reason, from: failed?.from, to: 'failed', classId: failed?.row.classId ?? null },

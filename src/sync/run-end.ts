@@ -5,17 +5,16 @@
 // always released on the way out, with the calls the run made.
 import { isClassroomError, isForbidden } from '../classroom/errors.ts';
 import * as mapping from '../mapping/index.ts';
-import { DeferError, type Failure, PermanentSyncError, SyncError, failureOf, queueAction } from './errors.ts';
+import { DeferError, type Failure, PermanentSyncError, RunStoppedError, SyncError, failureOf, queueAction } from './errors.ts';
 import type { BatchRun } from './steps.ts';
 
 /** How soon a job deferred by a refused key comes back (its process is paused until the key works). */
 const KEY_REFUSED_RETRY_MS = 1_000;
 
-/** Records why this run stopped and releases the lease; returns the error the queue acts on (a SyncError). */
-export async function endRun(run: BatchRun, error: unknown): Promise<SyncError> {
-  const ended = await classifyAndRelease(run, error);
-  ended.batchState = run.current.state;
-  return ended;
+/** Records why this run stopped and releases the lease; returns the error the queue acts on, with the batch's state then. */
+export async function endRun(run: BatchRun, error: unknown): Promise<RunStoppedError> {
+  const stopped = await classifyAndRelease(run, error);
+  return new RunStoppedError(stopped, run.current.state);
 }
 
 async function classifyAndRelease(run: BatchRun, error: unknown): Promise<SyncError> {
@@ -25,7 +24,8 @@ async function classifyAndRelease(run: BatchRun, error: unknown): Promise<SyncEr
       return delay(run, failure, error);
     case 'fail':
       return fail(run, failure, error);
-    case 'retry': {
+    case 'retry':
+    case 'outlast': {
       // Logged as the classified error: a raw database error's message carries the statement's
       // parameters, which can hold a join link.
       const retry = error instanceof SyncError ? error : new SyncError(failure.kind, failure.reason, failure.message, { cause: error });

@@ -227,8 +227,11 @@ export class BatchRun implements StepRun {
     if (row.state !== from) this.announce(from, row);
   }
 
-  /** Logs and reports a transition (also the one the lease grant made: `pending → creating`). */
-  announce(from: BatchState, row: MappingRow): void {
+  /**
+   * Logs and reports a change of state this run wrote. The lease grant changes none (a batch is
+   * `creating` only once the write made just before its add-class is sent has landed).
+   */
+  private announce(from: BatchState, row: MappingRow): void {
     this.log.info({ from, to: row.state, classId: row.classId, attempt: row.attempts }, `batch ${from} → ${row.state}`);
     this.deps.onTransition?.({ key: row, from, to: row.state, row });
   }

@@ -12,16 +12,18 @@ const LINK = 'https://classes.example/join/66793e7d47c290929e8779e5a1b2c3d4';
 describe('queueAction', () => {
   it('delays without an attempt what is nobody’s fault, retries what may succeed, stops what cannot', () => {
     const expected: Record<SyncFailureKind, string> = {
-      not_sent: 'retry',
-      outcome_unknown: 'retry',
+      not_sent: 'outlast',
+      outcome_unknown: 'outlast',
       remote_inconsistent: 'retry',
-      unconfirmed_refusal: 'retry',
+      unconfirmed_refusal: 'outlast',
       forbidden: 'retry',
       database: 'retry',
       internal: 'retry',
       throttled: 'delay',
       credentials_refused: 'delay',
       busy: 'delay',
+      no_account: 'delay',
+      slot_wait: 'delay',
       not_visible_yet: 'delay',
       lease_lost: 'delay',
       database_unavailable: 'delay',

@@ -17,8 +17,9 @@ describe('lanes', () => {
     for (const lane of ['under_way', 'live', 'operator', 'backfill'] as const) {
       for (const position of [0, 7, 1_000_000]) expect(laneOfPriority(priorityOf(lane, position))).toBe(lane);
     }
-    // A job queued before lanes existed has no priority: it is served first, as under way.
-    expect(laneOfPriority(undefined)).toBe('under_way');
+    // A job with no priority was queued by hand (classroom-sync always sets one): shown in live, the lane a batch is received in.
+    expect(laneOfPriority(undefined)).toBe('live');
+    expect(laneOfPriority(0)).toBe('live');
   });
 
   it('a batch whose add-class was sent is under way, whatever its lane', () => {

@@ -24,7 +24,7 @@ export const TERMINAL_STATES: readonly BatchState[] = ['synced', 'failed', 'need
 export const batchState = pgEnum('batch_state', BATCH_STATES);
 
 /**
- * Which queue lane a batch waits in (a batch already under way, past add-class, goes ahead of all):
+ * The lane a batch is stored in: where its job waits until its add-class is sent.
  * live         published as it happened (library, POST /v1/batches, enqueue)
  * operator     put back by an operator (retry) or by a reconciliation repair
  * backfill     history (import, enqueue --backfill): syncs when nothing else waits
@@ -33,6 +33,16 @@ export const BATCH_LANES = ['live', 'operator', 'backfill'] as const;
 export type BatchLane = (typeof BATCH_LANES)[number];
 
 export const batchLane = pgEnum('batch_lane', BATCH_LANES);
+
+/** A batch whose add-class was sent or done: its job waits in the `under_way` lane, whatever its stored lane. */
+export const UNDER_WAY_STATES: readonly BatchState[] = ['creating', 'created', 'link_enabled'];
+
+/**
+ * The lanes of the queue and of the rate limit, in order of precedence: `under_way` (a batch in one of
+ * UNDER_WAY_STATES; not a stored lane) ahead of all, then the stored lanes in their order.
+ */
+export const QUEUE_LANES = ['under_way', ...BATCH_LANES] as const;
+export type QueueLane = (typeof QUEUE_LANES)[number];
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
