@@ -4,7 +4,8 @@
 // one statement, fenced by the writer's lease epoch where a sync run writes.
 //
 // Who calls what: intake records batches (recordReceived, statesOf); a sync run moves one batch
-// along (acquireLease → markCreating → storeClass → markLinkEnabled → markSynced, or releaseLease);
+// along (acquireLease → markCreating → storeClass → markSynced, or releaseLease; edit-class's
+// `link_enabled` has no write of its own: it travels with the next one, see unstored.ts);
 // operators retry, abandon and restore; reconciliation reads an institute's rows and repairs them;
 // the read model (src/read-model) serves status, the HTTP API, metrics and the library.
 export * from './types.ts';
@@ -30,7 +31,6 @@ export { type BatchFilter, listBatches } from './list-batches.ts';
 export { ABANDONABLE_STATES, markAbandoned } from './mark-abandoned.ts';
 export { markCreating } from './mark-creating.ts';
 export { markExhausted } from './mark-exhausted.ts';
-export { markLinkEnabled } from './mark-link-enabled.ts';
 export { markNeedsReview } from './mark-needs-review.ts';
 export { markSynced } from './mark-synced.ts';
 export { openRun } from './open-run.ts';
