@@ -116,7 +116,7 @@ export function laneOfJob(job: SyncJob): QueueLane {
  * For a job of a lower lane (or, with several accounts, a live one): the slot its first call will
  * use (`ready` resolves when it is due). Alone, a lower lane's job waits for one in place, holding
  * only a background worker slot, and asks again when told; after IN_PLACE_MS without one it goes
- * back to wait (and this throws DelayedError), so the background queue's batches under way and a
+ * back to wait (a `slot_wait` DeferError), so the background queue's batches under way and a
  * shutdown are never held up for long. With several accounts it goes back to wait at once: the
  * worker slot may serve another account meanwhile.
  */

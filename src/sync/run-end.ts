@@ -1,8 +1,8 @@
 // How a run that did not reach rest leaves its batch, and what it tells the queue. Every error is
 // classified once (`failureOf`), and what happens next follows from its kind (`queueAction`): a
 // delay leaves the batch unchanged (a 429 also pauses the fleet, a refused key stops this
-// process), a retry keeps the error for operators, a failure is stored as `failed`. The lease is
-// always released on the way out, with the calls the run made.
+// process), a retry or an outlast keeps the error for operators, a failure is stored as `failed`.
+// The lease is always released on the way out, with the calls the run made.
 import { isClassroomError, isForbidden } from '../classroom/errors.ts';
 import * as mapping from '../mapping/index.ts';
 import { DeferError, type Failure, PermanentSyncError, RunStoppedError, SyncError, failureOf, queueAction } from './errors.ts';
