@@ -1,0 +1,52 @@
+// ARCHITECTURE.md is the map a new maintainer changes the code by: it must keep naming every folder
+// of src/ and only files that exist, and stay short enough to be read in one go.
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const doc = readFileSync(join(root, 'ARCHITECTURE.md'), 'utf8');
+
+function foldersOf(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .flatMap((entry) => {
+      const path = join(dir, entry.name);
+      return [relative(root, path), ...foldersOf(path)];
+    });
+}
+
+describe('ARCHITECTURE.md', () => {
+  it('names every folder of src/ in its code map', () => {
+    const code = doc.slice(doc.indexOf('## Code map'), doc.indexOf('## One batch'));
+    const missing = foldersOf(join(root, 'src')).filter((folder) => {
+      const [, top, nested] = folder.split('/');
+      // A nested folder may be named inside its parent's entry (`outbox/` under src/mapping/).
+      return nested === undefined ? !code.includes(`\`${folder}/\``) : !code.includes(`${top}/${nested}`) && !code.includes(`\`${nested}/\``);
+    });
+    expect(missing).toEqual([]);
+  });
+
+  it('names only source files that exist', () => {
+    const named = [...new Set(doc.match(/\bsrc\/[\w./-]+\.(?:ts|mjs)\b/g) ?? [])];
+    expect(named.length).toBeGreaterThan(20);
+    expect(named.filter((path) => !existsSync(join(root, path)))).toEqual([]);
+  });
+
+  it('walks one batch from event to synced through files in order, and stays under 200 lines', () => {
+    const path = doc.slice(doc.indexOf('## One batch'), doc.indexOf('## Invariants'));
+    const steps = [
+      'src/intake/publish.ts',
+      'src/sync/sync-worker.ts',
+      'src/sync/processor.ts',
+      'src/sync/machine.ts',
+      'src/classroom/client.ts',
+      'src/sync/run-end.ts',
+    ];
+    const at = steps.map((step) => path.indexOf(step));
+    expect(at.every((index) => index >= 0)).toBe(true);
+    expect(at).toEqual([...at].sort((a, b) => a - b));
+    expect(doc.trimEnd().split('\n').length).toBeLessThan(200);
+  });
+});
