@@ -2,10 +2,11 @@
 // tells the compiler to stop checking, so a type that no longer fits goes unnoticed; say what the
 // value is instead. src/sandbox/ (the stand-in remote) may keep its own.
 // Run with `tsx scripts/check-casts.ts [dir]`; prints one line per offender and exits 1 if any.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { parseSource, sourceFiles } from './source-files.ts';
 
 /** Folders under the checked directory whose files are not checked. */
 export const EXEMPT = ['sandbox'] as const;
@@ -24,7 +25,7 @@ export interface DoubleCast {
  */
 export function findDoubleCasts(file: string, text: string): DoubleCast[] {
   const found: DoubleCast[] = [];
-  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, file.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const source = parseSource(file, text);
   const visit = (node: ts.Node): void => {
     if (isCast(node) && isCastToUnknown(skipParentheses(node.expression))) {
       const start = node.getStart(source);
@@ -55,24 +56,12 @@ export function isExempt(path: string): boolean {
   return (EXEMPT as readonly string[]).includes(top ?? '');
 }
 
-/** Every .ts file under `dir` outside the exempt folders, sorted, so the report reads the same on every run. */
-function sourceFiles(dir: string, root = dir): string[] {
-  return readdirSync(dir, { withFileTypes: true })
-    .flatMap((entry) => {
-      const path = join(dir, entry.name);
-      if (isExempt(relative(root, path))) return [];
-      if (entry.isDirectory()) return sourceFiles(path, root);
-      return entry.isFile() && entry.name.endsWith('.ts') ? [path] : [];
-    })
-    .sort();
-}
-
 export function describe(c: DoubleCast): string {
   return `${c.file}:${c.line}: double cast through unknown: ${c.text}`;
 }
 
 function main(dir: string): number {
-  const found = sourceFiles(dir).flatMap((path) => findDoubleCasts(relative(process.cwd(), path), readFileSync(path, 'utf8')));
+  const found = sourceFiles(dir, isExempt).flatMap((path) => findDoubleCasts(relative(process.cwd(), path), readFileSync(path, 'utf8')));
   for (const c of found) console.error(describe(c));
   if (found.length > 0) console.error(`${found.length} double cast(s) through unknown (exempt: ${EXEMPT.map((e) => `${dir}/${e}/`).join(', ')})`);
   return found.length > 0 ? 1 : 0;

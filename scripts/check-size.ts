@@ -1,10 +1,11 @@
 // `npm run lint` step: no source file under src/ over 250 lines, no function over 60. Long files and
 // functions are where one thing stops being in one place; the limits keep each readable in one go.
 // Run with `tsx scripts/check-size.ts [dir]`; prints one line per offender and exits 1 if any.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { parseSource, sourceFiles } from './source-files.ts';
 
 export interface Limits {
   fileLines: number;
@@ -25,7 +26,7 @@ export function findOversize(file: string, text: string, limits: Limits = LIMITS
   const found: Oversize[] = [];
   const lines = countLines(text);
   if (lines > limits.fileLines) found.push({ kind: 'file', file, line: 1, lines });
-  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, file.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const source = parseSource(file, text);
   const visit = (node: ts.Node): void => {
     if (isFunction(node)) {
       const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
@@ -66,17 +67,6 @@ function nameOf(node: ts.FunctionLikeDeclaration): string {
   if ((ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent)) && parent.name) return parent.name.getText();
   if (ts.isCallExpression(parent)) return `(callback of ${parent.expression.getText().split('\n')[0]?.slice(-40)})`;
   return '(anonymous)';
-}
-
-/** Every .ts file under `dir`, sorted, so the report reads the same on every run. */
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true })
-    .flatMap((entry) => {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) return sourceFiles(path);
-      return entry.isFile() && entry.name.endsWith('.ts') ? [path] : [];
-    })
-    .sort();
 }
 
 export function describe(o: Oversize): string {
