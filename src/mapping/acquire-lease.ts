@@ -2,7 +2,7 @@
 // a new epoch that every later write of the run must name.
 import { sql } from 'drizzle-orm';
 import { TERMINAL_STATES } from '../db/schema/index.ts';
-import { type Db, ROW_B, decodeRow, execute, interval, prepare, runPrepared, value } from './sql.ts';
+import { type Db, ROW_B, decodeRow, execute, interval, prepare, runPrepared, stateList, value } from './sql.ts';
 import type { BatchKey, Lease, MappingRow } from './types.ts';
 
 export type AcquireResult =
@@ -17,10 +17,7 @@ export type AcquireResult =
   | { status: 'busy'; retryInMs: number }
   | { status: 'missing' };
 
-const terminal = sql.join(
-  TERMINAL_STATES.map((s) => sql`${s}::batch_state`),
-  sql`, `,
-);
+const terminal = stateList(TERMINAL_STATES);
 
 /** A batch at rest with a change its class does not carry yet (src/intake/changes.ts). */
 export const CHANGE_DUE = sql`(b.state in ('synced', 'cancelled') and b.revision > b.applied_revision)`;

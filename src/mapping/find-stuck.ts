@@ -1,12 +1,9 @@
 import { sql } from 'drizzle-orm';
 import { TERMINAL_STATES } from '../db/schema/index.ts';
-import { type Db, execute, interval } from './sql.ts';
+import { type Db, execute, interval, stateList } from './sql.ts';
 import { type BatchKey, type BatchLane, type BatchState, UNDER_WAY_STATES } from './types.ts';
 
-const terminal = sql.join(
-  TERMINAL_STATES.map((s) => sql`${s}::batch_state`),
-  sql`, `,
-);
+const terminal = stateList(TERMINAL_STATES);
 
 /** A batch to put back on the queue, with what its job's place in the queue depends on. */
 export interface Requeueable extends BatchKey {
@@ -24,10 +21,7 @@ export interface Requeueable extends BatchKey {
  */
 export type StuckTier = 'ahead' | 'backfill';
 
-const UNDER_WAY = sql`state in (${sql.join(
-  UNDER_WAY_STATES.map((s) => sql`${s}::batch_state`),
-  sql`, `,
-)})`;
+const UNDER_WAY = sql`state in (${stateList(UNDER_WAY_STATES)})`;
 
 const TIERS: Record<StuckTier, ReturnType<typeof sql>> = {
   ahead: sql`(${UNDER_WAY} or lane <> 'backfill')`,

@@ -9,6 +9,7 @@
 // operators retry, abandon and restore; reconciliation reads an institute's rows and repairs them;
 // the read model (src/read-model) serves status, the HTTP API, metrics and the library.
 export * from './types.ts';
+export * from './errors.ts';
 export { type ClaimsOnCandidates, claimsOnCandidates } from './claims-on-candidates.ts';
 export { type AcknowledgedCreate, acknowledgedCreates } from './acknowledged-creates.ts';
 export { type AcquireResult, acquireLease, changeDue } from './acquire-lease.ts';

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { type Db, execute } from './sql.ts';
+import { type Db, execute, stateList } from './sql.ts';
 import { QUEUE_LANES, type QueueLane, UNDER_WAY_STATES } from './types.ts';
 
 export interface LaneStat {
@@ -9,7 +9,7 @@ export interface LaneStat {
   oldestSeconds: number;
 }
 
-const UNDER_WAY = sql`state = any(${sql.param([...UNDER_WAY_STATES])}::batch_state[])`;
+const UNDER_WAY = sql`state in (${stateList(UNDER_WAY_STATES)})`;
 
 /** Every lane's depth and oldest wait, from PostgreSQL (so a wiped Redis changes nothing). */
 export async function laneStats(db: Db): Promise<Record<QueueLane, LaneStat>> {

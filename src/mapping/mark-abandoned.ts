@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { type Db, execute, keyTable, traceIdNow } from './sql.ts';
+import { type Db, execute, keyTable, stateList, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchState } from './types.ts';
 
 /** The states a batch can be abandoned from: none has a class, none is in the middle of a create. */
@@ -14,10 +14,7 @@ export const reasonDetail = (reason: string | null) => (reason === null ? sql`nu
  * batches changed, with that state.
  */
 export async function markAbandoned(db: Db, keys: readonly BatchKey[], reason: string | null): Promise<(BatchKey & { from: BatchState })[]> {
-  const abandonable = sql.join(
-    ABANDONABLE_STATES.map((s) => sql`${s}::batch_state`),
-    sql`, `,
-  );
+  const abandonable = stateList(ABANDONABLE_STATES);
   const result = await execute<BatchKey & { from: BatchState }>(
     db,
     sql`

@@ -1,12 +1,9 @@
 import { sql } from 'drizzle-orm';
 import { TERMINAL_STATES } from '../db/schema/index.ts';
-import { type Db, ROW_B, decodeRow, execute, traceIdNow } from './sql.ts';
+import { type Db, ROW_B, decodeRow, execute, stateList, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchState, MappingRow } from './types.ts';
 
-const terminal = sql.join(
-  TERMINAL_STATES.map((s) => sql`${s}::batch_state`),
-  sql`, `,
-);
+const terminal = stateList(TERMINAL_STATES);
 
 /**
  * The last attempt failed: `failed` with the last error (a later `retry` resumes safely), and the

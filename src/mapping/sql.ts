@@ -1,12 +1,12 @@
 // Pieces every statement of the mapping module shares: the select list that returns a whole row
-// as `MappingRow`, the audit-trail insert and its trace id, and interval parameters.
+// as `MappingRow`, the audit-trail insert and its trace id, interval parameters, and lists of states.
 import { type SQL, fillPlaceholders, getTableColumns, sql } from 'drizzle-orm';
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Db, DbOrTx } from '../db/client.ts';
 import { batchClasses } from '../db/schema/index.ts';
 import { currentTraceId } from '../telemetry/trace-id.ts';
-import type { AuditEvent, MappingRow } from './types.ts';
+import type { AuditEvent, BatchState, MappingRow } from './types.ts';
 
 export type { Db, DbOrTx };
 
@@ -80,6 +80,13 @@ export const value = (name: string) => sql.placeholder(name);
 
 /** `ms` milliseconds as an interval: a number, or a `value(name)` of a prepared statement. */
 export const interval = (ms: number | ReturnType<typeof value>): SQL => sql`(${ms} * interval '1 millisecond')`;
+
+/** `states` as the items of an SQL list (`state in (${stateList(...)})`), each a typed parameter. */
+export const stateList = (states: readonly BatchState[]): SQL =>
+  sql.join(
+    states.map((state) => sql`${state}::batch_state`),
+    sql`, `,
+  );
 
 /** Rows of a raw statement that selected `rowColumns`. */
 export async function rowsOf(db: DbOrTx, statement: SQL): Promise<MappingRow[]> {

@@ -86,5 +86,3 @@ export interface TimelineEntry {
   /** The trace id of the span that wrote it (the request, job or caller), null when nothing was traced. */
   traceId: string | null;
 }
-
-export { LeaseLostError, MappingError } from './errors.ts';
