@@ -1,5 +1,5 @@
 // `classroom-sync abandon BATCH_ID… [--undo]`: gives batches up for good, or takes that back; see src/commands/abandon.ts.
-import { type Command, InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Config } from '../config/config.ts';
 import { withRuntime } from './with-runtime.ts';
 
@@ -7,6 +7,7 @@ interface AbandonFlags {
   institute?: string;
   reason?: string;
   undo?: boolean;
+  confirmNoClass?: boolean;
   json?: boolean;
 }
 
@@ -18,7 +19,13 @@ export function registerAbandonCommand(program: Command, getConfig: () => Config
     .argument('<batchIds...>', 'batches to give up (or, with --undo, to take back)')
     .option('--institute <id>', 'institute of the batches (default CLASSROOM_INSTITUTE_ID)')
     .option('--reason <text>', 'why, kept with the batch and in its history', reasonText)
-    .option('--undo', 'take the abandon back: each batch returns to the state it was abandoned from')
+    .option('--undo', 'take the abandon back: each batch returns to the state it was abandoned from (or where what changed meanwhile leads)')
+    .addOption(
+      new Option(
+        '--confirm-no-class',
+        'you checked the remote: no class of these batches exists. Rules out the doubt of an add-class whose outcome was unknown, so reconciliation stops reporting them',
+      ).conflicts('undo'),
+    )
     .option('--json', 'print one JSON result per batch')
     .description(
       'give up batches that will never get a class (e.g. the remote refuses their institute): no more syncing, reconciliation or alerts for them; --undo reverses it',
@@ -35,6 +42,7 @@ export function registerAbandonCommand(program: Command, getConfig: () => Config
             defaultInstituteId: config.classroom.instituteId,
             reason: flags.reason ?? null,
             undo: flags.undo === true,
+            confirmNoClass: flags.confirmNoClass === true,
             json: flags.json === true,
           },
         );

@@ -14,13 +14,15 @@ export interface AbandonRequest {
   defaultInstituteId: string;
   reason: string | null;
   undo: boolean;
+  /** The operator checked the remote: no class of these batches exists. */
+  confirmNoClass?: boolean;
   json: boolean;
 }
 
 /** Abandons (or, with `undo`, restores) each batch once; returns the exit code: 1 when any could not be handled. */
 export async function runAbandon(deps: { db: Db; queue: SyncQueue; logger: Pick<Logger, 'warn'> }, request: AbandonRequest): Promise<number> {
   const keys = [...new Set(request.batchIds)].map((batchId) => ({ instituteId: request.instituteId, batchId }));
-  const options = { reason: request.reason };
+  const options = { reason: request.reason, confirmNoClass: request.confirmNoClass === true };
   const failed = request.undo
     ? report(await whereKnown(deps.db, await undoAbandon(deps, keys, options)), request.json, describeUndo)
     : report(await whereKnown(deps.db, await abandonBatches(deps, keys, options)), request.json, (r) => describeAbandon(r, undoHint(request)));
@@ -71,10 +73,17 @@ function undoHint(request: AbandonRequest): string {
 
 function describeAbandon(r: AbandonResult & WhereKnown, undo: string): { line: string; problem: boolean } {
   switch (r.outcome) {
-    case 'abandoned':
-      return { line: `${r.batchId}: ${r.from} → abandoned (undo: ${undo} ${r.batchId})`, problem: false };
+    case 'abandoned': {
+      const note = r.mayHaveClass ? `; note: ${r.message}` : r.classRuledOut ? '; no class of it exists, as you confirmed' : '';
+      return { line: `${r.batchId}: ${r.from} → abandoned (undo: ${undo} ${r.batchId})${note}`, problem: false };
+    }
     case 'already_abandoned':
-      return { line: `${r.batchId}: already abandoned; nothing changed`, problem: false };
+      return {
+        line: r.classRuledOut
+          ? `${r.batchId}: already abandoned; no class of it exists, as you confirmed: reconciliation stops looking for one`
+          : `${r.batchId}: already abandoned; nothing changed`,
+        problem: false,
+      };
     case 'refused':
       return { line: `${r.batchId}: not abandoned: ${r.message}`, problem: true };
     case 'unknown':

@@ -68,7 +68,7 @@ function summaryLines(report: ReconcileReport, repaired: ReturnType<typeof repai
   const u = report.unclassified;
   lines.push(
     '',
-    `not classified: ${u.inFlight} in flight, ${u.tooRecent} too recent to judge, ${u.unresolvedReview} needs_review unresolved, ${u.failedWithoutClass} failed without a class, ${u.cancelledWithoutClass} cancelled without a class`,
+    `not classified: ${u.inFlight} in flight, ${u.tooRecent} too recent to judge, ${u.unresolvedReview} needs_review unresolved, ${u.failedWithoutClass} failed without a class, ${u.cancelledWithoutClass} cancelled without a class, ${u.abandonedInDoubt} abandoned while a class may exist`,
   );
   if (!report.dryRun) {
     const r = report.repairs;
@@ -91,7 +91,7 @@ function findingLines(report: ReconcileReport): string[] {
     if (hidden > 0) lines.push(`  … and ${hidden} more (--limit or --json)`);
   }
   if (report.unresolved.length > 0) {
-    lines.push('', 'needs_review, still for an operator:');
+    lines.push('', 'still for an operator (needs_review, or abandoned while a class may exist):');
     for (const f of report.unresolved) lines.push(`  ${describe(f)}`);
   }
   for (const note of report.notes) lines.push('', `note: ${note}`);

@@ -3,7 +3,7 @@
 // sync run wrote it meanwhile), its audit line beside it, and the batch's sync job is queued when a run has something to do.
 import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
-import { type BatchKey, type Db, type MappingRow, TERMINAL_STATES } from '../mapping/index.ts';
+import type { BatchKey, Db, MappingRow } from '../mapping/index.ts';
 import { jobIdFor } from '../sync/keys.ts';
 import { queueLaneOf } from '../sync/lanes.ts';
 import { renderClassName } from '../sync/names.ts';
@@ -31,11 +31,6 @@ export async function applyBatchChange(deps: ChangeDeps, event: BatchEvent): Pro
   return { outcome: 'applied', row: result.row, queued: await enqueueRun(deps, result.row) };
 }
 
-/** A run has something to do: a batch not at rest, or one at rest with a change not yet applied. */
-function wantsRun(row: MappingRow): boolean {
-  return !TERMINAL_STATES.includes(row.state) || mapping.changeDue(row);
-}
-
 /**
  * A job of its own for this revision: the batch's job may be running right now (BullMQ ignores a
  * second job under a live job's id), and its run may have written its last step before this change.
@@ -43,7 +38,7 @@ function wantsRun(row: MappingRow): boolean {
  * change applied. When Redis cannot take it, the sweep finds the batch (it has work and no job).
  */
 async function enqueueRun(deps: ChangeDeps, row: MappingRow): Promise<boolean> {
-  if (!wantsRun(row)) return false;
+  if (!mapping.wantsRun(row)) return false;
   const lane = queueLaneOf(row.lane, row.state) === 'under_way' ? 'under_way' : 'live';
   const job = syncJob(row, { lane });
   const target = queueFor(deps.queue, lane);

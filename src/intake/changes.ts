@@ -1,17 +1,22 @@
 // What a change of a recorded batch does to its row, decided from the row as it stands (src/mapping/
-// apply-change.ts writes the answer only while the row is still as read, else asks again). The remote is never called here: a change that needs an edit-class
-// moves the revision on, and a sync run applies it under the batch's lease.
+// apply-change.ts writes the answer only while the row is still as read, else asks again). The remote
+// is never called here: a change that needs an edit-class moves the revision on, and a sync run
+// applies it under the batch's lease. What the row's facts mean is asked of src/mapping/doubt.ts:
 //
-//   no add-class sent yet   the newest values are recorded, and the run that would send the old
-//                           ones is fenced off (one add-class, no edit); a cancel ends it `cancelled`
-//   add-class in flight or  the values wait beside the sent name, which still settles the outcome;
-//   a class exists          the run then edits (or archives) the class, and the batch keeps its state
+//   nothing sent            the newest values become what the next add-class sends (whatever the
+//                           state); a cancel ends it `cancelled` (an abandoned one once undone)
+//   a class exists          the values wait beside the class's name; a run edits (or archives) the
+//                           class, and the batch keeps its state (a failed one goes back to `created`
+//                           for an archive)
+//   in doubt                the same, and the state is kept: a run settles the add-class from the
+//                           listing first (or an operator, in needs_review); never `pending`, never
+//                           `cancelled` while a class may be live
 //   cancelled               a later created/updated event reopens it (its class is unarchived, updated)
-import type { ChangePlan, ChangeSet, MappingRow, StoredEvent } from '../mapping/index.ts';
+import { type ChangePlan, type ChangeSet, type MappingRow, type StoredEvent, nothingSent } from '../mapping/index.ts';
 import { type BatchEvent, typeOf } from './schema.ts';
 
-/** States in which an operator has the batch: a change is recorded, and applied once they let it go. */
-const HELD = new Set(['needs_review', 'abandoned']);
+/** States in which an operator has the batch (or a failure waits for one): a change is recorded, and applied once they let it go. */
+const HELD = new Set(['needs_review', 'abandoned', 'failed']);
 
 export function planChange(row: MappingRow, event: BatchEvent, renderName: (event: StoredEvent) => string): ChangePlan {
   const type = typeOf(event);
@@ -41,15 +46,14 @@ function cancel(row: MappingRow, version: number | null): ChangePlan {
   if (row.cancelledAt || row.state === 'cancelled') {
     return { kind: 'apply', set: { version }, audit: { type: 'cancel_requested', detail: { ...detail, already: true } } };
   }
-  const noClass = row.classId === null && (row.state === 'pending' || row.state === 'failed');
-  if (noClass) {
-    // Nothing was sent, or what was sent is known to have made nothing: no class will ever be wanted.
+  if (nothingSent(row) && (row.state === 'pending' || row.state === 'failed')) {
+    // No add-class made a class, and none will be sent: it ends here.
     const set: ChangeSet = { state: 'cancelled', cancelled: 'now', version, bumpRevision: true, settled: true, fenceRunner: true };
     return { kind: 'apply', set, audit: { type: 'cancel_requested', detail } };
   }
-  // A class exists or may: a run settles it first, then archives it. A failed batch with a class goes
-  // back to `created` so a run archives it; one an operator holds waits for them.
-  const state = row.state === 'failed' ? 'created' : undefined;
+  // A class exists or may (or an operator holds the batch): the cancel waits beside it. A run settles a
+  // doubt first, then archives the class; a failed batch with a class goes back to `created` for that.
+  const state = row.state === 'failed' && row.classId !== null ? 'created' : undefined;
   const set: ChangeSet = { cancelled: 'now', version, bumpRevision: true, ...(state ? { state } : {}) };
   return { kind: 'apply', set, audit: { type: 'cancel_requested', detail } };
 }
@@ -63,19 +67,25 @@ function update(row: MappingRow, values: StoredEvent, name: string, version: num
   if (fields.length === 0 && !reopening) return { kind: 'apply', set: { version }, audit: { type: auditType, detail } };
   // Reopened with a class: its archive may have reached the remote even if no answer said so.
   const reopen: ChangeSet = reopening ? { cancelled: null, ...(row.classId !== null ? { mayBeArchived: true } : {}) } : {};
+  // A cancelled batch is never in doubt: without a class, nothing was sent.
   const reopenedState = row.state === 'cancelled' ? (row.classId === null ? 'pending' : 'created') : undefined;
   const base: ChangeSet = { event: values, version, bumpRevision: true, ...reopen, ...(reopenedState ? { state: reopenedState } : {}) };
-  if ((reopenedState ?? row.state) === 'pending') {
-    // Not sent yet: the create will carry these values. A run holding the old ones is fenced off.
-    const set: ChangeSet = { ...base, className: name, nextClassName: null, fenceRunner: true };
-    return { kind: 'apply', set, audit: { type: auditType, detail } };
+  if (nothingSent(row)) {
+    // The next add-class (after an operator's retry or undo, for a held batch) carries these values.
+    // A run holding the old ones is fenced off.
+    const fence = (reopenedState ?? row.state) === 'pending' ? { fenceRunner: true } : {};
+    const set: ChangeSet = { ...base, className: name, nextClassName: null, ...fence };
+    return { kind: 'apply', set, audit: { type: auditType, detail: held(row, detail) } };
   }
   // The sent name settles an add-class in doubt and names the class until an edit lands; a rename
   // already waiting (or in flight) is replaced, so the last one wins.
   const renames = name !== row.className || row.nextClassName !== null;
   const set: ChangeSet = { ...base, nextClassName: renames ? name : null };
-  return { kind: 'apply', set, audit: { type: auditType, detail: { ...detail, ...(HELD.has(row.state) ? { held: row.state } : {}) } } };
+  return { kind: 'apply', set, audit: { type: auditType, detail: held(row, detail) } };
 }
+
+/** The audit detail, naming who holds the batch when an operator does (the change applies once they let it go). */
+const held = (row: MappingRow, detail: Record<string, unknown>) => ({ ...detail, ...(HELD.has(row.state) ? { held: row.state } : {}) });
 
 function changedFields(before: StoredEvent, after: StoredEvent): string[] {
   const fields: string[] = [];

@@ -33,7 +33,11 @@ const ACQUIRE = prepare(
            -- timeout for the answer.
            create_ended_at = case when b.state = 'creating' and b.lease_expires_at is not null
                                   then greatest(b.create_ended_at, b.lease_expires_at + ${interval(value('inFlightMs'))})
-                                  else b.create_ended_at end
+                                  else b.create_ended_at end,
+           -- Its edit-class (only a batch with a class is edited) may land one more CLASSROOM_TIMEOUT after that.
+           calls_settled_at = case when b.lease_expires_at is not null and b.class_id is not null
+                                   then greatest(b.calls_settled_at, b.lease_expires_at + ${interval(value('inFlightMs'))} + ${interval(value('inFlightMs'))})
+                                   else b.calls_settled_at end
      where b.institute_id = ${value('instituteId')} and b.batch_id = ${value('batchId')}
        and (b.state not in (${terminal}) or ${CHANGE_DUE})
        and (b.lease_expires_at is null or b.lease_expires_at < now())
@@ -43,6 +47,11 @@ const ACQUIRE = prepare(
 /** `CHANGE_DUE` of a row read already. */
 export function changeDue(row: Pick<MappingRow, 'state' | 'revision' | 'appliedRevision'>): boolean {
   return (row.state === 'synced' || row.state === 'cancelled') && row.revision > row.appliedRevision;
+}
+
+/** A run has something to do: a batch not at rest, or one at rest with a change not yet applied. */
+export function wantsRun(row: Pick<MappingRow, 'state' | 'revision' | 'appliedRevision'>): boolean {
+  return !TERMINAL_STATES.includes(row.state) || changeDue(row);
 }
 
 /** `inFlightMs`: the longest a request of a runner that died may have been waiting for its answer (CLASSROOM_TIMEOUT). */

@@ -5,8 +5,9 @@ import { type Db, traceIdNow } from './sql.ts';
  * Stores a ClassID we know was just created even though the run lost its lease: the class exists
  * whoever holds the lease now, and forgetting it is how duplicates start. Fills only an empty slot,
  * and also settles a batch that was meanwhile failed or sent to needs_review for want of exactly this
- * fact (the sweep picks it up from `created`); false when the batch already has a class or was
- * abandoned (reconciliation then reports ours as an orphan).
+ * fact (the sweep picks it up from `created`), or cancelled (it keeps its cancel, so a run archives
+ * the class); false when the batch already has a class or was abandoned (reconciliation then
+ * reports ours as an orphan).
  *
  * It also ends the lease of whoever holds the batch now (a new epoch, no owner): that run decided
  * from a view without this class, and its next write ("no class listed: send add-class again",
@@ -17,7 +18,7 @@ export async function claimCreatedClass(db: Db, rowId: number, classId: string, 
   const result = await db.execute(sql`
     with before as (
       select id, state from batch_classes
-       where id = ${rowId} and class_id is null and state in ('pending', 'creating', 'failed', 'needs_review')
+       where id = ${rowId} and class_id is null and state in ('pending', 'creating', 'failed', 'needs_review', 'cancelled')
        for update
     ), claimed as (
       update batch_classes b

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { MAY_HAVE_CLASS } from './doubt.ts';
 import { type Db, execute } from './sql.ts';
 
 /** What the mapping table knows about the classes that could be a batch's. */
@@ -18,10 +19,9 @@ export async function claimsOnCandidates(db: Db, row: { id: number; instituteId:
   const result = await execute<{ class_id: string | null; class_name: string }>(
     db,
     sql`
-    select class_id, class_name from batch_classes
-     where id <> ${row.id}
-       and (class_id = any(${sql.param([...classIds])}::text[])
-            or (institute_id = ${row.instituteId} and class_id is null and create_sent_at is not null))`,
+    select b.class_id, b.class_name from batch_classes b
+     where b.id <> ${row.id}
+       and (b.class_id = any(${sql.param([...classIds])}::text[]) or (b.institute_id = ${row.instituteId} and ${MAY_HAVE_CLASS}))`,
   );
   const mappedElsewhere = new Set<string>();
   const otherClaimants: string[] = [];

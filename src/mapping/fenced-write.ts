@@ -16,15 +16,15 @@ export interface FencedStatement {
 
 /**
  * A fenced write of `set` (`column = value, …` assignments, with `value(name)` where a run's values
- * go; none for a lease touch). It writes only while the lease is this run's and unexpired (a release
- * needs only the epoch: a run may always give up what it holds).
+ * go; none for a lease touch). It writes only while the lease is this run's and unexpired, a release
+ * too: a run whose lease ran out writes nothing (its batch waits for the next run, which repeats the
+ * step harmlessly), whatever a change or an exhaustion wrote meanwhile.
  */
 export function fencedStatement(name: string, lease: 'extend' | 'release', set?: SQL): FencedStatement {
   const releasing = lease === 'release';
   const leaseSet = releasing ? sql`lease_owner = null, lease_expires_at = null` : sql`lease_expires_at = now() + ${interval(value('extendMs'))}`;
-  const fence = releasing ? sql`` : sql` and b.lease_expires_at > now()`;
   const update = sql`update batch_classes b set ${set ? sql`${set}, ` : sql``}${leaseSet}, updated_at = now()
-     where b.id = ${value('rowId')} and b.lease_epoch = ${value('epoch')}${fence}
+     where b.id = ${value('rowId')} and b.lease_epoch = ${value('epoch')} and b.lease_expires_at > now()
      returning ${PROGRESS_B}`;
   const audit = insertEvents(sql`select "id" as id from updated`, sql`${value('events')}::jsonb`);
   return {

@@ -4,10 +4,12 @@ import { type Db, type ProgressRow, value } from './sql.ts';
 import type { AuditEvent, Lease, StoredEvent } from './types.ts';
 
 // The values about to be sent become the class's: a change arriving later moves the revision past them.
+// The name sent is the one the run read (a rename recorded as waiting by an earlier version folds in).
 const MARK_CREATING = fencedStatement(
   'mark_creating',
   'extend',
-  sql`state = 'creating', create_sent_at = now(), create_ended_at = null, applied_revision = ${value('revision')}, applied_event = ${value('event')}::jsonb`,
+  sql`state = 'creating', create_sent_at = now(), create_ended_at = null, class_name = ${value('className')}::text, next_class_name = null,
+      applied_revision = ${value('revision')}, applied_event = ${value('event')}::jsonb, applied_version = ${value('version')}::bigint`,
 );
 
 /**
@@ -18,9 +20,9 @@ export function markCreating(
   db: Db,
   lease: Lease,
   leaseMs: number,
-  sending: { revision: number; event: StoredEvent },
+  sending: { revision: number; event: StoredEvent; version: number | null; className: string },
   events: readonly AuditEvent[],
 ): Promise<ProgressRow> {
-  const values = { revision: sending.revision, event: JSON.stringify(sending.event) };
+  const values = { revision: sending.revision, event: JSON.stringify(sending.event), version: sending.version, className: sending.className };
   return fencedWrite(db, lease, MARK_CREATING, { extendMs: leaseMs, events, values });
 }

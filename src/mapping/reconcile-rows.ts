@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { TERMINAL_STATES } from '../db/schema/index.ts';
+import { MAY_HAVE_CLASS } from './doubt.ts';
 import { type Db, execute, interval } from './sql.ts';
 import type { BatchState } from './types.ts';
 
@@ -33,7 +34,7 @@ const terminal = sql.join(
 
 /**
  * Every mapping of the institute in one statement; abandoned batches are left out (an operator gave
- * them up). The rows come back as the driver builds them (no second copy of 100k objects), with the
+ * them up), except those a class of which may exist (src/mapping/doubt.ts): they stay reported. The rows come back as the driver builds them (no second copy of 100k objects), with the
  * flags computed by Postgres against its own clock.
  */
 export async function reconcileRows(db: Db, instituteId: string, options: { stuckAfterMs: number; graceMs: number }): Promise<ReconcileRow[]> {
@@ -50,7 +51,7 @@ export async function reconcileRows(db: Db, instituteId: string, options: { stuc
              and (b.lease_expires_at is null or b.lease_expires_at < now())) as "stale",
            coalesce(b.class_created_at > now() - ${interval(options.graceMs)}, false) as "recent"
       from batch_classes b
-     where b.institute_id = ${instituteId} and b.state <> 'abandoned'
+     where b.institute_id = ${instituteId} and (b.state <> 'abandoned' or ${MAY_HAVE_CLASS})
      order by b.id`,
   );
   return result.rows;

@@ -1,8 +1,9 @@
 import { type SQL, sql } from 'drizzle-orm';
 import { type FencedStatement, fencedStatement, fencedWrite } from './fenced-write.ts';
-import { type Db, type ProgressRow, value } from './sql.ts';
+import { type Db, type ProgressRow, interval, value } from './sql.ts';
 import { LeaseLostError } from './errors.ts';
-import type { AuditEvent, Lease } from './types.ts';
+import { failureSet } from './doubt.ts';
+import type { AuditEvent, Lease, Review } from './types.ts';
 import { type Unstored, storeLinkStep, unstoredValues } from './unstored.ts';
 
 /** How a run that stops early leaves its batch. */
@@ -11,10 +12,16 @@ export type RunEnd =
   | { as: 'unchanged' }
   /** The attempt failed and another will follow: the error is kept for operators. */
   | { as: 'attempt_failed'; error: string; errorKind: string }
-  /** A permanent failure: state `failed` (terminal; `classroom-sync retry` resumes it). */
-  | { as: 'failed'; error: string; errorKind: string };
+  /**
+   * A permanent failure (or the last attempt's): state `failed` (terminal; `classroom-sync retry`
+   * resumes it), or `needs_review` with `review` when the batch may have a class (src/mapping/doubt.ts).
+   */
+  | { as: 'failed'; error: string; errorKind: string; review: Review };
 
 const KEEP_ERROR = sql`last_error = ${value('error')}, last_error_kind = ${value('errorKind')}`;
+
+/** A batch that may have a class is never `failed`: nothing would look again. An operator must (src/mapping/doubt.ts). */
+const FAIL = sql`${failureSet(sql`${value('review')}::jsonb`)}, ${KEEP_ERROR}`;
 
 /**
  * A run that leaves a batch in `creating` has no add-class in flight any more: the first run to
@@ -22,10 +29,14 @@ const KEEP_ERROR = sql`last_error = ${value('error')}, last_error_kind = ${value
  */
 const CREATE_ENDED = sql`create_ended_at = case when b.state = 'creating' then coalesce(b.create_ended_at, now()) else b.create_ended_at end`;
 
+/** An edit-class of the run whose outcome is unknown may take effect late: the next edit waits for it (change-steps.ts). */
+const CALLS_SETTLED = sql`calls_settled_at = case when ${value('editLandsWithinMs')}::int is null then b.calls_settled_at
+  else greatest(b.calls_settled_at, now() + ${interval(value('editLandsWithinMs'))}) end`;
+
 /** Each way to end, with and without an unstored link step to store on the way out. */
 function releases(as: RunEnd['as']): { plain: FencedStatement; storingLink: FencedStatement } {
-  const change: SQL | undefined = { unchanged: undefined, attempt_failed: KEEP_ERROR, failed: sql`state = 'failed', failed_at = now(), ${KEEP_ERROR}` }[as];
-  const set = change ? sql`${CREATE_ENDED}, ${change}` : CREATE_ENDED;
+  const change: SQL | undefined = { unchanged: undefined, attempt_failed: KEEP_ERROR, failed: FAIL }[as];
+  const set = change ? sql`${CREATE_ENDED}, ${CALLS_SETTLED}, ${change}` : sql`${CREATE_ENDED}, ${CALLS_SETTLED}`;
   const link = storeLinkStep({ keepState: as === 'failed' });
   return {
     plain: fencedStatement(`release_${as}`, 'release', set),
@@ -45,7 +56,12 @@ export async function releaseLease(
 ): Promise<ProgressRow | undefined> {
   const link = unstoredValues(unstored);
   const statement = link ? RELEASES[end.as].storingLink : RELEASES[end.as].plain;
-  const values = { ...(end.as === 'unchanged' ? {} : { error: end.error, errorKind: end.errorKind }), ...link };
+  const values = {
+    ...(end.as === 'unchanged' ? {} : { error: end.error, errorKind: end.errorKind }),
+    ...(end.as === 'failed' ? { review: JSON.stringify(end.review) } : {}),
+    editLandsWithinMs: unstored.editLandsWithinMs ?? null,
+    ...link,
+  };
   try {
     return await fencedWrite(db, lease, statement, { events, values });
   } catch (error) {

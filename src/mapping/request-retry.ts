@@ -1,13 +1,7 @@
 import { sql } from 'drizzle-orm';
+import { RESUME_STATE } from './doubt.ts';
 import { type Db, execute, keyTable, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchLane, BatchState } from './types.ts';
-
-/** The state a retried batch resumes from, derived from what is known to have happened. */
-const RESUME_STATE = sql`(case
-  when b.class_id is not null and b.link_enabled_at is not null then 'link_enabled'
-  when b.class_id is not null then 'created'
-  when b.create_sent_at is not null then 'creating'
-  else 'pending' end)::batch_state`;
 
 export interface RetryRow extends BatchKey {
   from: BatchState;

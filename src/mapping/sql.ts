@@ -54,6 +54,9 @@ export const PROGRESS_KEYS = [
   'nextClassName',
   'cancelledAt',
   'archivedAt',
+  'version',
+  // Null once a write released the lease: the run that made it has ended.
+  'leaseExpiresAt',
 ] as const satisfies readonly (keyof MappingRow)[];
 
 export type ProgressRow = Pick<MappingRow, (typeof PROGRESS_KEYS)[number]>;

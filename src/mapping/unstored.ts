@@ -8,6 +8,8 @@ import { value } from './sql.ts';
  */
 export interface Unstored {
   linkEnabledAt?: Date | undefined;
+  /** An edit-class of this run ended with its outcome unknown: it may still take effect this long after the run ends (CLASSROOM_TIMEOUT). */
+  editLandsWithinMs?: number | undefined;
 }
 
 /**

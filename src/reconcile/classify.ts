@@ -45,7 +45,7 @@ export function classify(input: ClassifyInput): Classification {
     findings: emptyFindings(),
     inSync: [],
     unresolved: [],
-    unclassified: { inFlight: 0, tooRecent: 0, unresolvedReview: 0, failedWithoutClass: 0, cancelledWithoutClass: 0 },
+    unclassified: { inFlight: 0, tooRecent: 0, unresolvedReview: 0, failedWithoutClass: 0, cancelledWithoutClass: 0, abandonedInDoubt: 0 },
     remoteClasses: index.all.length,
     itemsWithoutId: index.itemsWithoutId,
   };
@@ -151,6 +151,10 @@ function classifyUnmapped(out: Classification, m: Mapping, hits: readonly NameHi
     out.unclassified.cancelledWithoutClass += 1;
     return;
   }
+  if (m.state === 'abandoned') {
+    abandonedInDoubt(out, m, hits, ctx);
+    return;
+  }
   const candidates = hits.map((h) => h.listed);
   if (candidates.length > 1) {
     for (const c of candidates) ctx.explained.add(c);
@@ -170,6 +174,22 @@ function classifyUnmapped(out: Classification, m: Mapping, hits: readonly NameHi
   if (m.state === 'failed') out.unclassified.failedWithoutClass += 1;
   else if (m.stale && ctx.noLiveJob.has(m.id)) out.findings.stuck.push(finding('stuck', `${m.state} with no live job`));
   else out.unclassified.inFlight += 1;
+}
+
+/**
+ * Abandoned while its add-class's outcome was unknown (only such abandoned batches are read): a class
+ * of it may exist, so it stays reported until one is found (its candidates are then not orphans) or
+ * an operator confirms there is none. Nothing is repaired: abandoned batches are the operator's.
+ */
+function abandonedInDoubt(out: Classification, m: Mapping, hits: readonly NameHit[], ctx: Context): void {
+  for (const hit of hits) ctx.explained.add(hit.listed);
+  const found = hits.map((h) => `${h.listed.item._id ?? '(no _id)'} "${h.listed.item.name}"`).join(', ');
+  const detail =
+    hits.length > 0
+      ? `abandoned while its add-class's outcome was unknown; listed class(es) ${found} may be its: \`abandon --undo\` then \`retry\` settles it from the listing`
+      : "abandoned while its add-class's outcome was unknown, so a class of it may exist: none is listed yet; `abandon --confirm-no-class` once you have checked there is none";
+  out.unclassified.abandonedInDoubt += 1;
+  out.unresolved.push({ ...base(out.instituteId, m, hits[0]?.listed), detail });
 }
 
 /** A needs_review batch with at most one candidate: the sync's own rule decides whether to adopt it. */

@@ -34,7 +34,14 @@ export class ReportBuilder {
   /** in_sync rows whose join-link check moved them to link_missing. */
   private readonly flagged = new Set<number>();
   private readonly unresolved: Unresolved[] = [];
-  private readonly unclassified: Unclassified = { inFlight: 0, tooRecent: 0, unresolvedReview: 0, failedWithoutClass: 0, cancelledWithoutClass: 0 };
+  private readonly unclassified: Unclassified = {
+    inFlight: 0,
+    tooRecent: 0,
+    unresolvedReview: 0,
+    failedWithoutClass: 0,
+    cancelledWithoutClass: 0,
+    abandonedInDoubt: 0,
+  };
   private readonly institutes: InstituteSummary[] = [];
   private readonly notes: string[] = [];
   private readonly errors: string[] = [];

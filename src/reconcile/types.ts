@@ -93,7 +93,7 @@ export interface Finding {
   revision?: number;
 }
 
-/** A needs_review batch that stays with the operator; `detail` says why. */
+/** A needs_review batch (or one abandoned while a class of it may exist) that stays with the operator; `detail` says why. */
 export type Unresolved = Omit<Finding, 'category'>;
 
 /** Batches that are in no category because nothing is wrong yet, or an operator already owns them. */
@@ -108,6 +108,8 @@ export interface Unclassified {
   failedWithoutClass: number;
   /** cancelled before any class id was stored: nothing on the remote to look at. */
   cancelledWithoutClass: number;
+  /** abandoned while a class of it may exist (its add-class's outcome unknown): reported in `unresolved` until found or ruled out. */
+  abandonedInDoubt: number;
 }
 
 export interface RepairSummary {

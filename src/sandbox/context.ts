@@ -19,8 +19,11 @@ export interface SandboxContext {
   hangs: HangRegistry;
   records: RecordContext;
   clock: () => number;
-  /** Told of every remote call as it arrives, before latency and checks (chaos tests time kills by it). */
-  requestListeners: Set<(operation: SandboxOperation) => void>;
+  /**
+   * Told of every remote call as it arrives, before latency and checks (chaos tests time kills by it,
+   * and audit which batch each call is about).
+   */
+  requestListeners: Set<RequestListener>;
   /** Aborted when the sandbox closes, so latency sleeps end at once. */
   closing: AbortSignal;
   /** The seed the PRNG streams currently replay from. */
@@ -28,3 +31,11 @@ export interface SandboxContext {
   /** Empties store, counters and rate-limit window; reseeds (same seed unless one is given). */
   reset(seed?: number): void;
 }
+
+/** What a listener learns of a remote call as it arrives: its body as parsed, and the class it names (get-class, edit-class). */
+export interface ArrivingRequest {
+  body: unknown;
+  classId: string | undefined;
+}
+
+export type RequestListener = (operation: SandboxOperation, request: ArrivingRequest) => void;

@@ -6,9 +6,9 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from '../config/config.ts';
 import { type SandboxAccount, keyStates } from './accounts.ts';
 import type { SandboxCredentials } from './auth.ts';
-import type { SandboxContext } from './context.ts';
+import type { RequestListener, SandboxContext } from './context.ts';
 import { groundTruth, registerControlRoutes, type SandboxState } from './control.ts';
-import { createFaultController, type FaultConfig, type FaultController, type SandboxOperation } from './faults.ts';
+import { createFaultController, type FaultConfig, type FaultController } from './faults.ts';
 import { deriveSeed, freshSeed, mulberry32, randomHex } from './random.ts';
 import { createHangRegistry, failure, send } from './respond.ts';
 import { registerRemoteRoutes } from './routes.ts';
@@ -16,6 +16,7 @@ import { createStats, type CallStats } from './stats.ts';
 import { createStore, type SandboxStore } from './store.ts';
 
 export type { SandboxCredentials } from './auth.ts';
+export type { ArrivingRequest, RequestListener } from './context.ts';
 export type { SandboxAccount } from './accounts.ts';
 export type { SandboxState } from './control.ts';
 export type { FaultConfig, FaultController, FaultKind, FaultRates, OneShotFault, SandboxOperation } from './faults.ts';
@@ -54,8 +55,11 @@ export interface RunningSandbox {
   stats: CallStats;
   /** The same object `GET /__sandbox/state` returns. */
   state(options?: { classes?: boolean }): SandboxState;
-  /** Calls `listener` as each remote call arrives (before latency); returns an unsubscribe function. */
-  onRequest(listener: (operation: SandboxOperation) => void): () => void;
+  /**
+   * Calls `listener` as each remote call arrives (before latency), with its parsed body and the class
+   * it names; returns an unsubscribe function.
+   */
+  onRequest(listener: RequestListener): () => void;
   /** Empties store, counters and the rate-limit window; replays from `seed` (default: the current seed). */
   reset(seed?: number): void;
   /** Drops hung and delayed requests, then stops listening. Safe to call twice. */

@@ -39,7 +39,10 @@ export function registerRemoteRoutes(app: FastifyInstance, ctx: SandboxContext):
 }
 
 async function pipeline(ctx: SandboxContext, op: SandboxOperation, run: Operation, request: FastifyRequest, reply: FastifyReply) {
-  for (const listener of ctx.requestListeners) listener(op);
+  if (ctx.requestListeners.size > 0) {
+    const arriving = { body: request.body, classId: classIdOf(op, request) };
+    for (const listener of ctx.requestListeners) listener(op, arriving);
+  }
   const latency = ctx.faults.latencyMs();
   if (latency > 0) await sleep(latency, ctx.closing);
   if (ctx.closing.aborted) {
@@ -71,7 +74,13 @@ async function pipeline(ctx: SandboxContext, op: SandboxOperation, run: Operatio
     retryAfterSeconds: config.retryAfterSeconds ?? 1,
     hangMs: config.hangMs ?? 600_000,
     hangs: ctx.hangs,
-    lateEffect: { ms: config.lateEffectMs ?? 2_000, run: () => void run(request, key) },
+    lateEffect: {
+      ms: config.lateEffectMs ?? 2_000,
+      run: () => {
+        run(request, key);
+        ctx.stats.lateEffectApplied();
+      },
+    },
   });
 }
 
@@ -149,6 +158,17 @@ function listClasses(ctx: SandboxContext, request: FastifyRequest, key: KeyState
       readableAt: now,
     }),
   );
+}
+
+/** The class a get-class (path) or edit-class (body) names, as sent; undefined for the others. */
+function classIdOf(op: SandboxOperation, request: FastifyRequest): string | undefined {
+  const named =
+    op === 'getClass'
+      ? (request.params as { classId?: unknown }).classId
+      : op === 'editClass'
+        ? (request.body as { classId?: unknown } | null)?.classId
+        : undefined;
+  return typeof named === 'string' ? named : undefined;
 }
 
 /** A class of an institute another key manages: this key may neither read nor change it. */

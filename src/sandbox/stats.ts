@@ -13,10 +13,14 @@ export interface StatsSnapshot {
   /** The same per key, broken down by operation: which call an account's count holds. */
   byAccountOperation: Record<string, Record<string, { calls: number; outcomes: Record<string, number> }>>;
   faultsInjected: Record<string, number>;
+  /** `lateEffect` calls that have taken effect by now (late): a test waits for these, not for a time. */
+  lateEffectsApplied: number;
 }
 
 export interface CallStats {
   record(operation: StatsOperation, outcome: CallOutcome, injected?: boolean, account?: string): void;
+  /** A `lateEffect` call took effect. */
+  lateEffectApplied(): void;
   snapshot(): StatsSnapshot;
   reset(): void;
 }
@@ -34,6 +38,9 @@ export function createStats(): CallStats {
       }
       if (injected) snap.faultsInjected[outcome] = (snap.faultsInjected[outcome] ?? 0) + 1;
     },
+    lateEffectApplied() {
+      snap.lateEffectsApplied++;
+    },
     snapshot: () => structuredClone(snap),
     reset() {
       snap = empty();
@@ -49,5 +56,5 @@ function count(into: StatsSnapshot['byOperation'], key: string, outcome: CallOut
 }
 
 function empty(): StatsSnapshot {
-  return { totalCalls: 0, byOperation: {}, byAccount: {}, byAccountOperation: {}, faultsInjected: {} };
+  return { totalCalls: 0, byOperation: {}, byAccount: {}, byAccountOperation: {}, faultsInjected: {}, lateEffectsApplied: 0 };
 }

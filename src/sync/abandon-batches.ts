@@ -6,7 +6,9 @@
 // Only batches without a class can be abandoned: a synced (or half-synced) batch has a class on the
 // remote, and dropping it would leave that class unaccounted for. A batch a worker holds right now,
 // or one whose add-class may still be in flight (`creating`), is refused too: its outcome is not
-// settled yet.
+// settled yet. A `needs_review` batch may be abandoned although a class of it may exist (its
+// add-class's outcome is unknown): the result says so, and reconciliation keeps reporting it until
+// one is found or an operator confirms there is none (`abandon --confirm-no-class`).
 import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
 import type { BatchState, Db } from '../mapping/index.ts';
@@ -21,8 +23,12 @@ export interface AbandonResult extends BatchKey {
   outcome: 'abandoned' | 'already_abandoned' | 'refused' | 'unknown';
   /** The state before; null for an unknown batch. */
   from: BatchState | null;
-  /** Why it was refused, and what to do instead. */
+  /** Why it was refused, and what to do instead; for an abandoned batch that may have a class, what that means. */
   message?: string;
+  /** Abandoned while a class of it may exist on the remote (its add-class's outcome is unknown). */
+  mayHaveClass?: boolean;
+  /** An operator confirmed that no class of it exists (`--confirm-no-class`): the doubt is ruled out. */
+  classRuledOut?: boolean;
 }
 
 export interface UndoAbandonResult extends BatchKey {
@@ -53,14 +59,30 @@ interface Deps {
   logger: Pick<Logger, 'warn'>;
 }
 
+/** What `abandon` is told: the operator's reason, and whether they checked that no class of the batches exists. */
+export interface AbandonOptions {
+  reason?: string | null;
+  /** The operator checked the remote: no class of these batches exists (rules out the doubt of an unknown add-class). */
+  confirmNoClass?: boolean;
+}
+
+/** What an abandoned batch that may have a class means, and how to end it. */
+export const MAY_HAVE_CLASS_NOTE =
+  'its add-class was sent and its outcome is unknown, so a class of it may exist on the remote: reconciliation keeps reporting it until one is found, or until you check the listing and confirm there is none (`classroom-sync abandon --confirm-no-class`)';
+
 /**
  * Abandons each batch that can be; explains each that cannot. `reason` is stored with the batch and in
  * its audit event. The batch's queued or failed job, if any, is removed (a running one cannot be: it
- * finds the batch terminal and stops).
+ * finds the batch terminal and stops). With `confirmNoClass`, the doubt of each abandoned batch (this
+ * call's or an earlier one's) is ruled out.
  */
-export async function abandonBatches(deps: Deps, keys: readonly BatchKey[], options: { reason?: string | null } = {}): Promise<AbandonResult[]> {
+export async function abandonBatches(deps: Deps, keys: readonly BatchKey[], options: AbandonOptions = {}): Promise<AbandonResult[]> {
   if (keys.length === 0) return [];
   const changed = await mapping.markAbandoned(deps.db, keys, options.reason ?? null);
+  const ruledOut = new Set(
+    (options.confirmNoClass ? await mapping.ruleOutClass(deps.db, keys, options.reason ?? null) : []).map((k) => keyOf(k.instituteId, k.batchId)),
+  );
+  const inDoubt = new Set(changed.filter((r) => r.mayHaveClass).map((r) => keyOf(r.instituteId, r.batchId)));
   const done = new Map(changed.map((r) => [keyOf(r.instituteId, r.batchId), r.from]));
   await removeJobs(
     deps,
@@ -70,10 +92,13 @@ export async function abandonBatches(deps: Deps, keys: readonly BatchKey[], opti
     deps.db,
     keys.filter((k) => !done.has(keyOf(k.instituteId, k.batchId))),
   );
-  return keys.map((k) => {
-    const from = done.get(keyOf(k.instituteId, k.batchId));
-    if (from) return { ...k, outcome: 'abandoned', from };
-    return explain(k, rest.get(keyOf(k.instituteId, k.batchId)));
+  return keys.map((k): AbandonResult => {
+    const id = keyOf(k.instituteId, k.batchId);
+    const from = done.get(id);
+    const ruled = ruledOut.has(id) ? { classRuledOut: true } : {};
+    if (!from) return { ...explain(k, rest.get(id)), ...ruled };
+    if (inDoubt.has(id) && !ruledOut.has(id)) return { ...k, outcome: 'abandoned', from, mayHaveClass: true, message: MAY_HAVE_CLASS_NOTE };
+    return { ...k, outcome: 'abandoned', from, ...ruled };
   });
 }
 

@@ -28,6 +28,11 @@ export type SyncFailureKind =
   | 'lease_lost'
   /** An add-class of unknown outcome the listing cannot settle: the batch is in needs_review. */
   | 'ambiguous_create'
+  /**
+   * The institute listing that settles an add-class of unknown outcome was refused (a 4xx): retried
+   * while attempts last; after the last, the batch is `needs_review` (a class may exist).
+   */
+  | 'listing_refused'
   /** The remote no longer knows a class we stored (404 past SYNC_READ_LAG). */
   | 'class_unknown'
   /** The batch is not recorded in PostgreSQL (published to the queue by hand?). */
@@ -55,11 +60,13 @@ export type SyncFailureKind =
 /**
  * What the queue does about a job that stopped:
  * - `delay`: run it again later, using no attempt; the batch is unchanged;
- * - `retry`: run it again after a backoff, using an attempt; after the last the batch is `failed`;
+ * - `retry`: run it again after a backoff, using an attempt; after the last the batch is `failed`
+ *   (`needs_review` when it may have a class: src/mapping/doubt.ts);
  * - `outlast`: like `retry`, but once the attempts are used the job keeps coming back every
  *   SYNC_BACKOFF_MAX, using none: the remote is unavailable, nothing is wrong with the batch, and
  *   however long that lasts the batch is not written off for it;
- * - `fail`: stop; the batch is `failed` or `needs_review` (an operator's `retry` resumes it).
+ * - `fail`: stop; the batch is `failed`, or `needs_review` when it may have a class (an operator's
+ *   `retry` resumes either).
  */
 export type QueueAction = 'delay' | 'retry' | 'outlast' | 'fail';
 
@@ -68,6 +75,7 @@ const ACTIONS: Record<SyncFailureKind, QueueAction> = {
   outcome_unknown: 'outlast',
   unconfirmed_refusal: 'outlast',
   remote_inconsistent: 'retry',
+  listing_refused: 'retry',
   forbidden: 'retry',
   database: 'retry',
   internal: 'retry',

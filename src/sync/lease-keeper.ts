@@ -80,6 +80,14 @@ export class LeaseKeeper {
     if (this.lostWith) throw this.lostWith;
   }
 
+  /**
+   * A write of the run released the lease: the run is over, and nothing more may be sent or
+   * written under it (a reopen may have left the batch short of rest: its own job runs it).
+   */
+  released(): void {
+    this.lose(new LeaseLostError(this.options.batchId));
+  }
+
   /** The run is over: no more renewals. */
   stop(): void {
     this.stopped = true;

@@ -31,40 +31,43 @@ export type { SyncDeps, SyncOutcome, SyncSettings, Transition } from './types.ts
  */
 const CHANGE_ROUNDS = 3;
 
-export async function runBatch(deps: SyncDeps, key: BatchKey, attempt: number, options: { firstSlot?: Promise<number> } = {}): Promise<SyncOutcome> {
+export interface RunOptions {
+  /** A rate-limit slot the job reserved before the run (the lower lanes'): the first call uses it. */
+  firstSlot?: Promise<number>;
+  /** The job's last attempt: a failure that would be retried is recorded as final, under the lease. */
+  lastAttempt?: boolean;
+}
+
+export async function runBatch(deps: SyncDeps, key: BatchKey, attempt: number, options: RunOptions = {}): Promise<SyncOutcome> {
   let outcome = await runOnce(deps, key, attempt, options);
-  // Its last write may have come after a change was recorded (whose job BullMQ kept out while this one was live).
-  for (let round = 1; outcome.worked && outcome.changeDue && round < CHANGE_ROUNDS; round += 1) {
-    const again = await runOnce(deps, key, attempt, {});
+  // Its last write may have come after a change was recorded (whose job BullMQ kept out while this
+  // one was live), or may have released the lease short of rest (a reopen landed mid-archive).
+  for (let round = 1; outcome.worked && outcome.moreToDo && round < CHANGE_ROUNDS; round += 1) {
+    const again = await runOnce(deps, key, attempt, { ...(options.lastAttempt ? { lastAttempt: true } : {}) });
     outcome = { ...again, worked: true };
   }
   return { state: outcome.state, classId: outcome.classId, worked: outcome.worked };
 }
 
-async function runOnce(
-  deps: SyncDeps,
-  key: BatchKey,
-  attempt: number,
-  options: { firstSlot?: Promise<number> },
-): Promise<SyncOutcome & { changeDue: boolean }> {
+async function runOnce(deps: SyncDeps, key: BatchKey, attempt: number, options: RunOptions): Promise<SyncOutcome & { moreToDo: boolean }> {
   const { leaseMs } = deps.settings;
   const { acquired, grantedAt } = await acquire(deps, key, attempt);
   switch (acquired.status) {
     case 'missing':
       throw new PermanentSyncError('not_recorded', 'no_row', `batch ${key.batchId} of institute ${key.instituteId} is not recorded; publish it again`);
     case 'terminal':
-      return { state: acquired.row.state, classId: acquired.row.classId, worked: false, changeDue: false };
+      return { state: acquired.row.state, classId: acquired.row.classId, worked: false, moreToDo: false };
     case 'busy':
       throw new DeferError(acquired.retryInMs, `batch ${key.batchId} is being synced by another runner`, 'busy', 'lease_busy');
   }
   const { lease } = acquired;
   const renew = () => mapping.touchLease(deps.db, lease, leaseMs);
   const keeper = new LeaseKeeper({ leaseMs, batchId: key.batchId, renew, logger: deps.logger, grantedAt });
-  const run = new BatchRun(deps, lease, keeper, acquired.row, acquired.dbNow, attempt, options.firstSlot);
+  const run = new BatchRun(deps, lease, keeper, acquired.row, acquired.dbNow, { attempt, lastAttempt: options.lastAttempt === true }, options.firstSlot);
   try {
     const row = await runToCompletion(run);
     keeper.stop();
-    return { state: row.state, classId: row.classId, worked: true, changeDue: mapping.changeDue(row) };
+    return { state: row.state, classId: row.classId, worked: true, moreToDo: mapping.wantsRun(row) };
   } catch (error) {
     keeper.stop();
     // A run stopped by its lease ends as the lease's loss, whatever the call it stopped threw; a

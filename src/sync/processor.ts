@@ -47,7 +47,9 @@ export function createSyncProcessor(processorDeps: ProcessorDeps) {
         lagMonitor: account.lagMonitor,
       };
       const slot = await slotForLane(account, job, processorDeps.sharedSlots === true);
-      const outcome = await runBatch(deps, key, attempt, slot ? { firstSlot: slot.ready } : {});
+      // On the last attempt the run itself records a failure that will not be retried, under its lease.
+      const lastAttempt = attempt >= (job.opts.attempts ?? 1);
+      const outcome = await runBatch(deps, key, attempt, { lastAttempt, ...(slot ? { firstSlot: slot.ready } : {}) });
       return { state: outcome.state, classId: outcome.classId };
     } catch (error) {
       return settle({ job, token, attempt, key, log, deps: processorDeps }, error);
@@ -101,7 +103,8 @@ async function settle({ job, token, attempt, key, log, deps }: Settling, error: 
     case 'outlast':
       if (attempt >= (job.opts.attempts ?? 1)) {
         if (action === 'outlast') return outlastOutage(job, token, failure, log, deps.outageRetryMs ?? DEFAULT_OUTAGE_RETRY_MS);
-        await recordExhausted(deps, key, failure, attempt, log);
+        // A run that held the lease recorded its last attempt itself (failed, or needs_review in doubt).
+        if (!(error instanceof RunStoppedError)) await recordExhausted(deps, key, failure, attempt, log);
       }
       throw new Error(failure.message, { cause: error });
   }
@@ -197,14 +200,17 @@ async function outlastOutage(job: SyncJob, token: string | undefined, failure: F
   throw new DelayedError(`waiting out an outage; waiting ${ms} ms`);
 }
 
-/** The last attempt failed: the batch is `failed` with the last error (a later `retry` resumes safely). */
+/**
+ * The last attempt failed before its run held the lease: the batch is `failed` with the last error
+ * (a later `retry` resumes safely), or `needs_review` when it may have a class; unless a runner holds it.
+ */
 async function recordExhausted(deps: Settling['deps'], key: mapping.BatchKey, failure: Failure, attempt: number, log: Logger): Promise<void> {
   const failed = await mapping.markExhausted(deps.db, key, { message: failure.message, kind: failure.kind }, { attempt, workerId: deps.workerId });
   log.warn(
-    { attempt, kind: failure.kind, reason: failure.reason, from: failed?.from, to: 'failed', classId: failed?.row.classId ?? null },
-    'attempts exhausted; batch failed',
+    { attempt, kind: failure.kind, reason: failure.reason, from: failed?.from, to: failed?.row.state, classId: failed?.row.classId ?? null },
+    failed ? `attempts exhausted; batch ${failed.row.state}` : 'attempts exhausted; the batch is held by another run, which decides',
   );
-  if (failed) deps.onTransition?.({ key, from: failed.from, to: 'failed', row: failed.row });
+  if (failed) deps.onTransition?.({ key, from: failed.from, to: failed.row.state, row: failed.row });
 }
 
 /** How one run of a sync job ended, as the queue sees it (metrics count these). */

@@ -4,9 +4,11 @@
 // operator's glance. So: create only when no listed class could plausibly be ours; adopt only a
 // single strong candidate that no other batch could also claim; anything in between goes to review.
 import type { CallOptions, ClassroomClient } from '../classroom/client.ts';
+import type { ClassroomError } from '../classroom/errors.ts';
 import { isSafeId } from '../classroom/ids.ts';
 import type { InstituteListing } from '../classroom/schemas.ts';
 import type { Candidate, ListName, NameMatch, ReviewEvidence } from '../mapping/index.ts';
+import { SyncError } from './errors.ts';
 import { type NameRules, isStrong, matchName } from './matching.ts';
 
 export type { Candidate, ListName, ReviewEvidence };
@@ -104,4 +106,13 @@ function describe(candidates: readonly Candidate[]): string {
   const counts = new Map<NameMatch, number>();
   for (const c of candidates) counts.set(c.match, (counts.get(c.match) ?? 0) + 1);
   return [...counts].map(([match, n]) => `${n} ${match}`).join(', ');
+}
+
+/**
+ * The listing was refused while it is what settles an add-class of unknown outcome: it is asked again
+ * (an attempt), never read as "nothing was made"; once attempts run out, `needs_review` (src/sync/run-end.ts).
+ */
+export function listingRefused(error: ClassroomError): SyncError {
+  const message = `the institute listing that settles an add-class of unknown outcome was refused (${error.message}); a class may exist, so no add-class is sent: reading it again`;
+  return new SyncError('listing_refused', error.reason, message, { cause: error });
 }

@@ -19,11 +19,12 @@ export async function endRun(run: BatchRun, error: unknown): Promise<RunStoppedE
 
 async function classifyAndRelease(run: BatchRun, error: unknown): Promise<SyncError> {
   const failure = await confirmRefusal(run, error, failureOf(error));
-  switch (queueAction(failure.kind)) {
+  const action = queueAction(failure.kind);
+  // The job's last attempt: a failure that would be retried is final, recorded under this run's lease.
+  if (action === 'fail' || (action === 'retry' && run.lastAttempt)) return fail(run, failure, error, action === 'retry');
+  switch (action) {
     case 'delay':
       return delay(run, failure, error);
-    case 'fail':
-      return fail(run, failure, error);
     case 'retry':
     case 'outlast': {
       // Logged as the classified error: a raw database error's message carries the statement's
@@ -79,17 +80,22 @@ async function delay(run: BatchRun, failure: Failure, error: unknown): Promise<S
   return error instanceof SyncError ? error : new DeferError(failure.delayMs ?? 1_000, failure.message, failure.kind, failure.reason);
 }
 
-async function fail(run: BatchRun, failure: Failure, error: unknown): Promise<SyncError> {
+/**
+ * A failure that will not be retried: `failed` with the reason, or `needs_review` when the batch may
+ * have a class (src/mapping/doubt.ts; decided by the release statement itself, from the row as it is).
+ */
+async function fail(run: BatchRun, failure: Failure, error: unknown, exhausted: boolean): Promise<SyncError> {
   if (failure.kind === 'ambiguous_create' || failure.kind === 'not_recorded') {
     // Already stored as needs_review (with its evidence), or nothing to store.
     await release(run, { as: 'unchanged' });
     return error instanceof SyncError ? error : new PermanentSyncError(failure.kind, failure.reason, failure.message, { cause: error });
   }
-  const row = run.current;
-  const from = row.state;
-  const reason = namingTarget(run, error, failure.message);
-  await release(run, { as: 'failed', error: reason, errorKind: failure.kind });
-  run.log.warn({ err: error, kind: failure.kind, reason: failure.reason, from, to: 'failed', classId: row.classId }, `batch failed: ${reason}`);
+  const { state: from, classId, className } = run.current;
+  const reason = `${exhausted ? 'attempts exhausted: ' : ''}${namingTarget(run, error, failure.message)}`;
+  await release(run, { as: 'failed', error: reason, errorKind: failure.kind, review: mapping.doubtReview(className, reason) });
+  const to = run.current.state;
+  const what = to === 'needs_review' ? 'batch needs review (its add-class may have made a class)' : 'batch failed';
+  run.log.warn({ err: error, kind: failure.kind, reason: failure.reason, from, to, classId }, `${what}: ${reason}`);
   return new PermanentSyncError(failure.kind, failure.reason, reason, { cause: error });
 }
 
@@ -105,7 +111,7 @@ function namingTarget(run: BatchRun, error: unknown, message: string): string {
 }
 
 async function release(run: BatchRun, end: mapping.RunEnd): Promise<void> {
-  const to = end.as === 'failed' ? 'failed' : run.current.state;
+  const to = end.as === 'failed' ? mapping.failedState(run.current) : run.current.state;
   try {
     const unstored = { ...run.unstored };
     await run.write(to, (events) => mapping.releaseLease(run.deps.db, run.lease, end, events, unstored), end.as === 'failed' ? { error: end.error } : {});

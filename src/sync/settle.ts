@@ -12,7 +12,9 @@
 //   fresh too (a listing may lag more than get-class does);
 // - witness: the listing shows a class whose add-class was sent well after then, and leaves out no
 //   acknowledged class older than the margin (so it is not a listing that lags as a whole);
-// - patience: READ_LAG_PATIENCE × SYNC_READ_LAG have passed since the add-class was sent.
+// - patience: READ_LAG_PATIENCE × SYNC_READ_LAG have passed since the add-class could last have made
+//   a class (`endedAt + lateMs`; without a known end, `sentAt` + twice `lateMs`): a remote that acts
+//   on a request late must not find a second add-class already licensed.
 import type { AcknowledgedCreate, MappingRow } from '../mapping/index.ts';
 import * as mapping from '../mapping/index.ts';
 import { LAG_WINDOW_MS, type LagEstimate } from './lag-monitor.ts';
@@ -80,7 +82,7 @@ export function measuredBound(measured: LagEstimate | undefined, staleMs = 0): n
 
 export function settleNotListed(input: SettleInput): Settled {
   const { readAt, sentAt, endedAt, lateMs, readLagMs, measured } = input;
-  const patienceAt = sentAt + READ_LAG_PATIENCE * readLagMs;
+  const patienceAt = (endedAt ?? sentAt + lateMs) + lateMs + READ_LAG_PATIENCE * readLagMs;
   const staleMs = listingLagsAtLeast(input);
   const lagBoundMs = measuredBound(measured, staleMs);
   // Read samples say how soon get-class shows a write; a listing must have been seen that fresh too.

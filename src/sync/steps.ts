@@ -13,7 +13,7 @@ import { queueLaneOf } from './lanes.ts';
 import type { LeaseKeeper } from './lease-keeper.ts';
 import { ReadLag } from './read-lag.ts';
 import type { SyncDeps } from './types.ts';
-import { type ListingRead, resolveUnknownCreate } from './resolve.ts';
+import { type ListingRead, listingRefused, resolveUnknownCreate } from './resolve.ts';
 import { observeListing, settleRow } from './settle.ts';
 import { changeStepOf } from './change-steps.ts';
 import type { StepRun } from './run-handle.ts';
@@ -29,6 +29,8 @@ export class BatchRun implements StepRun {
   private measuringSinceAck = false;
   /** What this run learned and has not stored yet; its next write (or its release) stores it. */
   readonly unstored: mapping.Unstored = {};
+  /** The job's last attempt: a failure is recorded as final (src/sync/run-end.ts). */
+  readonly lastAttempt: boolean;
 
   constructor(
     readonly deps: SyncDeps,
@@ -36,12 +38,13 @@ export class BatchRun implements StepRun {
     readonly keeper: LeaseKeeper,
     private row: MappingRow,
     startedAt: Date,
-    attempt: number,
+    job: { attempt: number; lastAttempt: boolean },
     /** A rate-limit slot the job reserved before the run (the lower lanes'): the first call uses it. */
     private firstSlot?: Promise<number> | undefined,
   ) {
     this.log = deps.logger;
-    this.journal = new Journal({ attempt, workerId: deps.workerId });
+    this.lastAttempt = job.lastAttempt;
+    this.journal = new Journal({ attempt: job.attempt, workerId: deps.workerId });
     this.lag = new ReadLag(startedAt, deps.settings.readLagMs);
     this.eventRevision = row.revision;
   }
@@ -50,15 +53,16 @@ export class BatchRun implements StepRun {
     return this.row;
   }
 
-  /** Set by a write that left the batch in a terminal state: every such write releases the lease. */
+  /** Set by a write that released the lease: the run ends there, whatever state it left. */
   private released = false;
 
   /**
-   * The batch is at rest: a terminal state with no change due, or one this run's write released (a
-   * change that arrived meanwhile is the next run's: src/sync/machine.ts).
+   * This run is done: its write released the lease (a change that arrived meanwhile, or a reopen that
+   * kept the batch short of rest, is the next run's: src/sync/machine.ts), or the batch is in a
+   * terminal state with no change due.
    */
   get atRest(): boolean {
-    return mapping.TERMINAL_STATES.includes(this.row.state) && (this.released || !mapping.changeDue(this.row));
+    return this.released || (mapping.TERMINAL_STATES.includes(this.row.state) && !mapping.changeDue(this.row));
   }
 
   /** Runs the step of the current state (nothing once the batch is at rest); a change of the batch goes first. */
@@ -66,8 +70,9 @@ export class BatchRun implements StepRun {
     const change = changeStepOf(this.row);
     if (change) return change(this);
     switch (this.row.state) {
+      // A `pending` row that may have a class (written so by an earlier version) is settled, never sent again.
       case 'pending':
-        return this.create();
+        return mapping.mayHaveClass(this.row) ? this.resolveCreate() : this.create();
       case 'creating':
         return this.resolveCreate();
       case 'created':
@@ -86,28 +91,30 @@ export class BatchRun implements StepRun {
     const fresh = await mapping.findBatch(this.deps.db, this.row);
     if (!fresh) throw new SyncError('internal', 'missing_row', `batch ${this.row.batchId} vanished while a run held its lease`);
     // The values the class was last given too: the add-class of this very run may have set them.
-    const { event, appliedEvent, revision, appliedRevision, nextClassName, cancelledAt, archivedAt } = fresh;
-    this.row = { ...this.row, event, appliedEvent, revision, appliedRevision, nextClassName, cancelledAt, archivedAt };
+    const { event, appliedEvent, version, className, revision, appliedRevision, nextClassName, cancelledAt, archivedAt } = fresh;
+    this.row = { ...this.row, event, appliedEvent, version, className, revision, appliedRevision, nextClassName, cancelledAt, archivedAt };
     this.eventRevision = revision;
     return this.row;
   }
 
   private async create(): Promise<void> {
-    const { event, revision } = await this.refresh();
+    const { event, revision, version, className, nextClassName } = await this.refresh();
     const { leaseMs } = this.deps.settings;
     // Add-class is the one call that cannot be repeated harmlessly: right before it leaves, always a
     // fenced write of the intent, whatever the clock says (a frozen process may have lost its lease).
-    const sending = { revision, event };
+    const sending = { revision, event, version, className: nextClassName ?? className };
     const markCreating = () =>
       this.write('creating', (events) => mapping.markCreating(this.deps.db, this.lease, leaseMs, sending, events)).then(() => this.keeper.assertOwned());
     let classId: string;
     try {
-      const input = { name: this.row.className, subject: event.subject, instituteId: this.row.instituteId, extra: event.extra ?? {} };
+      const input = { name: sending.className, subject: event.subject, instituteId: this.row.instituteId, extra: event.extra ?? {} };
       ({ classId } = await this.deps.classroom.addClass(input, this.callOptions(markCreating)));
     } catch (error) {
       // Only a failure that proves nothing was created may forget that a POST was attempted.
       if (isClassroomError(error) && error.kind !== 'outcome_unknown' && this.row.state === 'creating') {
         await this.write('pending', (events) => mapping.forgetCreate(this.deps.db, this.lease, leaseMs, events));
+        // Nothing was made, and a cancel recorded meanwhile wants none: the batch ends `cancelled` next.
+        if (this.row.cancelledAt) return;
       }
       throw error;
     }
@@ -152,6 +159,8 @@ export class BatchRun implements StepRun {
       // The institute did answer the add-class; a listing that does not know it yet is lagging.
       if (isNotFound(error) && row.createSentAt && this.lag.patienceLeft(row.createSentAt) > 0)
         throw this.lag.notVisibleYet(row.createSentAt, `institute ${row.instituteId}`);
+      // Only the listing settles a doubt: refused, it is asked again, and never read as "nothing made".
+      if (isClassroomError(error) && error.kind === 'rejected') throw listingRefused(error);
       throw error;
     }
     const { resolution } = read;
@@ -215,9 +224,10 @@ export class BatchRun implements StepRun {
     const sentAt = performance.now();
     const progress = await this.keeper.whileWriting(() => operation(events));
     if (!progress) return;
-    this.keeper.renewed(sentAt);
     this.moveTo({ ...this.row, ...progress });
-    this.released = mapping.TERMINAL_STATES.includes(this.row.state);
+    if (progress.leaseExpiresAt !== null) return this.keeper.renewed(sentAt);
+    this.released = true;
+    this.keeper.released();
   }
 
   /** The run's view of its batch moves on; a change of state is logged and reported. */

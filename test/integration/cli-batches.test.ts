@@ -43,8 +43,9 @@ describe('classroom-sync enqueue / status / retry', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^line 4: batchId is not recorded under institute .*batch\.created first$/m);
     expect(result.stdout).toMatch(/accepted 3 \(0 already known, 1 stale \(version not above the last applied: ignored\)\), rejected 1/);
-    const synced = await untilSynced(h, 'cli-ch');
-    expect(synced.className).toBe('CLI changed');
+    // Synced, and the rename applied: it may land after the add-class, and reach the class by edit-class.
+    await untilSynced(h, 'cli-ch');
+    await waitFor(async () => (await batch('cli-ch'))?.className === 'CLI changed' || undefined, 'the rename applied');
     const cancel = await runCli(['enqueue'], { env: h.env, stdin: JSON.stringify({ type: 'batch.cancelled', batchId: 'cli-ch', version: 3 }) });
     expect(cancel.code).toBe(0);
     await waitFor(async () => (await batch('cli-ch'))?.state === 'cancelled' || undefined, 'cancelled');

@@ -149,7 +149,7 @@ describe('one runner per batch', () => {
     const acquired = await mapping.acquireLease(db, key, 'runner-now', 30_000, 1, 10_000);
     if (acquired.status !== 'acquired') throw new Error(`lease not granted: ${acquired.status}`);
     const { lease } = acquired;
-    await mapping.markCreating(db, lease, 30_000, { revision: 0, event: acquired.row.event }, []);
+    await mapping.markCreating(db, lease, 30_000, { revision: 0, event: acquired.row.event, version: null, className: name }, []);
     // The class the paused runner's add-class made.
     const { classId } = await h.runtime.remotes.default.classroom.addClass({ name, subject: 'Chemistry', instituteId: key.instituteId, extra: {} });
     const review = { reason: 'the listing could not tell', evidence: { className: name, matches: [], mappedElsewhere: [] } };

@@ -15,6 +15,7 @@ describe('queueAction', () => {
       not_sent: 'outlast',
       outcome_unknown: 'outlast',
       remote_inconsistent: 'retry',
+      listing_refused: 'retry',
       unconfirmed_refusal: 'outlast',
       forbidden: 'retry',
       database: 'retry',

@@ -32,9 +32,15 @@ const measured = (maxMs: number, samples = MIN_LAG_SAMPLES, listingFreshMs: numb
 });
 
 describe('settleNotListed', () => {
-  it('without evidence, believes "not listed" only once 10 × SYNC_READ_LAG have passed since the add-class', () => {
-    expect(settleNotListed(input({ readAt: T0 + 10 * READ_LAG - 1 })).believed).toBe(false);
-    expect(settleNotListed(input({ readAt: T0 + 10 * READ_LAG }))).toEqual({ believed: true, evidence: { by: 'patience', sinceSentMs: 10 * READ_LAG } });
+  it('without evidence, believes "not listed" only once 10 × SYNC_READ_LAG have passed since the add-class could last have taken effect', () => {
+    // The client gave up at T0 + 1 s; the remote may act on the request for one more CLASSROOM_TIMEOUT.
+    const patienceAt = T0 + 1_000 + LATE + 10 * READ_LAG;
+    expect(settleNotListed(input({ readAt: patienceAt - 1 })).believed).toBe(false);
+    expect(settleNotListed(input({ readAt: patienceAt }))).toEqual({ believed: true, evidence: { by: 'patience', sinceSentMs: patienceAt - T0 } });
+    // Without a known end, the client may have waited a whole CLASSROOM_TIMEOUT for the answer.
+    const unknownEnd = T0 + 2 * LATE + 10 * READ_LAG;
+    expect(settleNotListed(input({ endedAt: undefined, readAt: unknownEnd - 1 })).believed).toBe(false);
+    expect(settleNotListed(input({ endedAt: undefined, readAt: unknownEnd })).believed).toBe(true);
   });
 
   it('a measured lag far below the time passed settles it: end + CLASSROOM_TIMEOUT + 3 × the largest lag seen + slack', () => {

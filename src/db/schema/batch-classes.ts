@@ -79,6 +79,8 @@ export const batchClasses = pgTable(
     appliedRevision: integer('applied_revision').notNull().default(0),
     /** The name, subject and extra fields the remote class was last given (add-class or edit-class). */
     appliedEvent: jsonb('applied_event').$type<StoredEvent>(),
+    /** The integrator's `version` of `applied_event` (null: none sent one): what `batch.updated` says was applied. */
+    appliedVersion: bigint('applied_version', { mode: 'number' }),
     /** A new class name (the template applied to an update) not yet sent on edit-class; null when none waits. */
     nextClassName: text('next_class_name'),
     /** When the integrator cancelled the batch (null: wanted); cleared when a later event reopens it. */
@@ -99,6 +101,13 @@ export const batchClasses = pgTable(
      * lease, that lease's end plus the request timeout. Null while a run holds a creating batch.
      */
     createEndedAt: ts('create_ended_at'),
+    /**
+     * No edit-class an earlier run of this batch sent can still take effect on the remote after this
+     * instant (the database's clock): an edit whose outcome was unknown ended, plus CLASSROOM_TIMEOUT;
+     * for a run that died holding the lease, its end plus twice that. The next edit waits for it, so
+     * that a late one cannot undo a newer one. Null: none outstanding.
+     */
+    callsSettledAt: ts('calls_settled_at'),
     /** When an add-class of this batch was answered with its ClassID (null for an adopted class). */
     createAckedAt: ts('create_acked_at'),
     classCreatedAt: ts('class_created_at'),

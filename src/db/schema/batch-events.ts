@@ -17,6 +17,8 @@ export const BATCH_EVENT_TYPES = [
   'reopened',
   'stale',
   'class_edited',
+  'class_edit_refused',
+  'class_ruled_out',
 ] as const;
 export type BatchEventType = (typeof BATCH_EVENT_TYPES)[number];
 

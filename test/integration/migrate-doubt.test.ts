@@ -1,0 +1,108 @@
+// Migration 0010 on a database that holds rows the versions before it wrote. Before 0010, a batch
+// whose add-class was in doubt could be left `failed` (listing refused, attempts exhausted), a cancel
+// of such a batch ended it `cancelled` at once, and a later update reopened it to `pending`, with its
+// `create_sent_at` still set. 0010 leaves no batch in doubt in any of those states, so the new code
+// never sends a second add-class for them.
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/config.ts';
+import { MIGRATIONS_FOLDER, runMigrations } from '../../src/db/migrate.ts';
+import { publishBatchUpdated } from '../../src/intake/publish.ts';
+import { rowOf } from '../helpers/batches.ts';
+import { type Harness, PG_SERVER, dropDatabase, publishDepsOf } from '../helpers/harness.ts';
+import { addClassCalls, runToRest } from '../helpers/runs.ts';
+import { useHarness } from '../helpers/use-harness.ts';
+
+const scope = useHarness();
+const { h } = scope;
+const cleanups: (() => unknown)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+/** A copy of the migrations folder that stops after `lastIdx` (drizzle applies what its journal lists). */
+function migrationsUpTo(lastIdx: number): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cs-migrations-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  mkdirSync(join(dir, 'meta'));
+  const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: { idx: number; tag: string }[] };
+  journal.entries = journal.entries.filter((e) => e.idx <= lastIdx);
+  writeFileSync(join(dir, 'meta', '_journal.json'), JSON.stringify(journal));
+  for (const e of journal.entries) copyFileSync(join(MIGRATIONS_FOLDER, `${e.tag}.sql`), join(dir, `${e.tag}.sql`));
+  for (const f of readdirSync(join(MIGRATIONS_FOLDER, 'meta'))) {
+    if (f !== '_journal.json' && Number(f.slice(0, 4)) <= lastIdx) copyFileSync(join(MIGRATIONS_FOLDER, 'meta', f), join(dir, 'meta', f));
+  }
+  return dir;
+}
+
+describe('migration 0010 on rows the code before it left in doubt', () => {
+  it('M1: leaves no batch `cancelled` or `pending` while a class of it may exist; a reopen then sends no second add-class', async () => {
+    // A database at 0009, as a deployment of the previous version has it.
+    const name = `classroom_sync_test_${randomBytes(4).toString('hex')}`;
+    const url = `${PG_SERVER}/${name}`;
+    const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
+    await admin.connect();
+    await admin.query(`create database ${pg.escapeIdentifier(name)}`);
+    await admin.end();
+    cleanups.push(() => dropDatabase(name));
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    cleanups.push(() => client.end());
+    await migrate(drizzle(client), { migrationsFolder: migrationsUpTo(9) });
+
+    // The remote made the classes of both batches (their add-class answers were lost).
+    const instituteId = h.config.classroom.instituteId;
+    for (const className of ['Legacy cancelled', 'Legacy reopened']) {
+      await h.runtime.remotes.default.classroom.addClass({ name: className, subject: 'Logic', instituteId, extra: {} });
+    }
+    const event = (batchId: string, className: string) => JSON.stringify({ batchId, instituteId, name: className, subject: 'Logic', extra: {} });
+    // What the code before 0010 wrote: failed in doubt (listing refused on the last attempt), then
+    // batch.cancelled v2: `cancelled` at once (it took a failed batch without a class id for one
+    // with nothing sent). The second was then reopened by batch.updated v3: `pending`.
+    await client.query(
+      `insert into batch_classes (institute_id, batch_id, class_name, state, event, applied_event, create_sent_at, create_ended_at,
+                                  last_error, last_error_kind, cancelled_at, version, revision, applied_revision, attempts)
+       values ($1, 'lg-cancelled', 'Legacy cancelled', 'cancelled', $2::jsonb, $2::jsonb, now() - interval '1 hour', now() - interval '1 hour',
+               'the listing was refused', 'rejected', now() - interval '50 minutes', 2, 1, 1, 3),
+              ($1, 'lg-reopened', 'Legacy reopened', 'pending', $3::jsonb, $3::jsonb, now() - interval '1 hour', now() - interval '1 hour',
+               'the listing was refused', 'rejected', null, 3, 2, 1, 3)`,
+      [instituteId, event('lg-cancelled', 'Legacy cancelled'), event('lg-reopened', 'Legacy reopened')],
+    );
+
+    // The new version starts: 0010 is applied.
+    await runMigrations(url);
+    const { rows } = await client.query<{ batch_id: string; state: string }>(
+      `select batch_id, state::text from batch_classes where class_id is null and create_sent_at is not null order by batch_id`,
+    );
+    // The design's table: in doubt, a batch is creating, needs_review or abandoned; never cancelled or pending.
+    expect
+      .soft(
+        rows.map((r) => ({ batchId: r.batch_id, allowed: ['creating', 'needs_review', 'abandoned'].includes(r.state), state: r.state })),
+        'rows in doubt after 0010',
+      )
+      .toEqual([
+        { batchId: 'lg-cancelled', allowed: true, state: expect.any(String) },
+        { batchId: 'lg-reopened', allowed: true, state: expect.any(String) },
+      ]);
+
+    // What follows on this database: the runtime of the new version, the same remote.
+    const config = loadConfig({ ...h.env, DATABASE_URL: url });
+    const runtime = scope.runtime(config);
+    const migrated: Harness = { env: h.env, config, sandbox: h.sandbox, runtime, databaseName: name, close: async () => undefined };
+    const before = addClassCalls(h);
+    // The integrator reopens the cancelled one; the reopened one's job runs.
+    await publishBatchUpdated(publishDepsOf(runtime), { batchId: 'lg-cancelled', subject: 'Physics', version: 3 });
+    for (const batchId of ['lg-cancelled', 'lg-reopened']) await runToRest(migrated, batchId).catch(() => undefined);
+    expect(addClassCalls(h) - before, 'add-class requests for batches whose class already exists').toBe(0);
+    for (const className of ['Legacy cancelled', 'Legacy reopened']) {
+      expect(h.sandbox.state().byName[className], `classes named ${className}`).toBe(1);
+    }
+    void rowOf;
+  });
+});
