@@ -23,6 +23,13 @@
 // The live-service mode adds what a hosted API does beyond the spec: it rewrites names (whitespace,
 // case, cut to 28 characters), its reads lag its writes (up to 500 ms), and keys are refused twice
 // for six seconds (first one account's key with 401, then every key with 403).
+//
+// For the doubt rule (doubt-run.ts): the remote refuses some add-class, edit-class and listing calls,
+// once refuses every listing until batches in doubt run out of attempts, and has classes deleted
+// behind the product's back; an operator retries, abandons and undoes at random moments, and in the
+// heal phase retries every held batch and undoes every abandon not left on purpose. Every add-class,
+// edit-class and get-class must arrive while its batch holds a live lease, and each batch's newest
+// webhook must tell the state it rests in.
 import { randomBytes } from 'node:crypto';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { asc, count, eq, inArray } from 'drizzle-orm';
@@ -39,7 +46,15 @@ import { mulberry32 } from '../../src/sandbox/random.ts';
 import { instituteOf, writeAccountsFile } from '../helpers/accounts.ts';
 import { publishDepsOf } from '../helpers/harness.ts';
 import { ChangeDriver, type ChangeFigures, type CreatedEvent, type Expected, trace } from './changes.ts';
+import { type DoubtFigures, DoubtDrivers } from './doubt-run.ts';
+import { doubtNamed, doubtRows, doubtSamples } from './doubt-report.ts';
+import type { HealFigures } from './heal.ts';
+import { LeaseAuditor } from './lease-audit.ts';
 import { PrivatePostgres, PrivateRedis, WorkerProcess, type WorkerLine, freePort } from './processes.ts';
+import { type ListingWindowFigures, listingWindow, refusalRates, refuseKey } from './refusals.ts';
+import { type ChangeChecks, classesByRef, duplicatesOf } from './rest-checks.ts';
+
+export type { ChangeChecks } from './rest-checks.ts';
 
 export interface ChaosOptions {
   n: number;
@@ -72,7 +87,7 @@ export interface ChaosReport {
   /** Batches that ended `cancelled` (their last event a cancel). */
   cancelled: number;
   lost: number;
-  /** Classes beyond the first of any batch (counted by the `chaosRef` each class carries). */
+  /** Classes beyond the first of any batch (counted by the `chaosRef` each class carries; deleted ones too). */
   duplicates: number;
   remoteClasses: number;
   /** Classes on the remote without a `chaosRef`: none may escape the count per batch. */
@@ -122,24 +137,8 @@ export interface ChaosReport {
   workersRefusedAtStart: number;
   timeToSyncedMs: { p50: number; p95: number; max: number };
   wallMs: number;
-}
-
-export interface ChangeChecks {
-  /** Cancelled batches with a class listed and not archived (any class carrying their ref). */
-  cancelledVisible: string[];
-  /** Batches expected synced whose class was not last sent their newest name (or is not theirs). */
-  namesStale: string[];
-  /** Batches expected synced whose class lacks their newest subject or room, or is still archived. */
-  fieldsStale: string[];
-  /**
-   * Rows not at the highest version published for them, or whose state disagrees with their last
-   * event (cancelled vs not), or whose history applied a version not above the one before it.
-   */
-  staleApplied: string[];
-  /** Expected-cancelled batches an operator holds (needs_review): the cancel waits for them. */
-  cancelHeld: string[];
-  /** Rows still with work to do when the heal phase ended. */
-  notAtRest: string[];
+  /** Refusals, deletions, the operator, the heal phase, the lease audit and the webhooks' last word. */
+  doubt: DoubtFigures;
 }
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
@@ -196,6 +195,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       seed: options.seed,
       faults: {
         rates: mixedFaultRates(options.faultRate),
+        perOperation: refusalRates(options.faultRate),
         latencyMs: 10,
         latencyJitterMs: 50,
         listingDelayMs: 100,
@@ -208,6 +208,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const config = loadConfig(env);
     // Creates the database on the private server, then its tables.
     await runMigrations(config.databaseUrl);
+    await LeaseAuditor.install(config.databaseUrl);
     runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
     trace('servers and sandbox up; starting the run');
     report = await chaosRun({ options, random, env, postgres, redis, sandbox, runtime, workers, beforeCleanup, accounts, databaseName, started });
@@ -255,6 +256,11 @@ interface RunInput {
 async function chaosRun(input: RunInput): Promise<ChaosReport> {
   const { options, random, env, postgres, redis, sandbox, runtime, workers, accounts, databaseName } = input;
   const lines: WorkerLine[] = [];
+  const doubt = new DoubtDrivers(runtime, sandbox, options.seed);
+  doubt.listen();
+  let listingFigures: ListingWindowFigures = { lastedMs: 0, exhausted: 0, closedBy: 'never', lostAnswer: undefined };
+  // The listing window runs beside the plan (kills, restarts, key windows).
+  let listingDone: Promise<void> = Promise.resolve();
   const spawnWorker = () => workers.push(new WorkerProcess(env, (line) => lines.push(line)));
   for (let i = 0; i < options.workers; i++) spawnWorker();
   const alive = () => workers.filter((w) => w.alive);
@@ -309,6 +315,8 @@ async function chaosRun(input: RunInput): Promise<ChaosReport> {
     lastFleetKill: () => lastFleetKill,
   });
   changes.start();
+  await doubt.start();
+  input.beforeCleanup.push(() => doubt.stop());
   // Whatever happens, the driver stops publishing and its pool is closed before the runtime is.
   input.beforeCleanup.push(async () => {
     await changes.stop();
@@ -345,8 +353,12 @@ async function chaosRun(input: RunInput): Promise<ChaosReport> {
       await nextRequest(sandbox);
       // With accounts, the first window refuses one account's key only: the others keep syncing.
       const only = accounts && keyWindows % 2 === 0 ? { accounts: [accounts.names[0]!] } : {};
-      sandbox.faults.set({ ...sandbox.faults.config, refuseKey: { status: keyWindows % 2 === 0 ? 401 : 403, forMs: 6_000, ...only } });
+      refuseKey(sandbox, { status: keyWindows % 2 === 0 ? 401 : 403, forMs: 6_000, ...only });
       keyWindows += 1;
+    } else if (action.kind === 'listing') {
+      listingDone = listingWindow(sandbox, runtime.database.db).then((figures) => {
+        listingFigures = figures;
+      });
     } else if (action.kind === 'redis') {
       await redis.restartEmpty();
       redisRestarts += 1;
@@ -370,17 +382,12 @@ async function chaosRun(input: RunInput): Promise<ChaosReport> {
   const changeFigures = await changes.finish(Date.now() + options.timeoutMs, respawn);
   // Nothing publishes any more: a client still checked out was never given back.
   const intakeClientsLeaked = changeDatabase.pool.totalCount - changeDatabase.pool.idleCount;
+  await listingDone;
+  await doubt.stop();
   trace('changes published; healing');
   sandbox.faults.clear();
   respawn();
-  const deadline = Date.now() + options.timeoutMs;
-  for (;;) {
-    const rows = await runtime.database.db.select().from(batchClasses);
-    if (rows.length === options.n && rows.every(atRest)) break;
-    if (Date.now() > deadline) break;
-    respawn();
-    await sleep(200);
-  }
+  const healed = await doubt.heal(options.n, Date.now() + options.timeoutMs, respawn);
   trace('at rest (or out of time); stopping the workers');
   await Promise.all(workers.map((w) => w.stop()));
   trace('workers stopped; building the report');
@@ -410,18 +417,10 @@ async function chaosRun(input: RunInput): Promise<ChaosReport> {
     changes: changeFigures,
     intakeClientsLeaked,
     expected: changes.expected(),
+    doubt,
+    listingFigures,
+    healed,
   });
-}
-
-/**
- * Nothing left to do for the batch: synced or cancelled with every change applied (a cancelled one
- * with a class has it archived), or held (needs_review) or failed.
- */
-function atRest(row: typeof batchClasses.$inferSelect): boolean {
-  if (row.state === 'needs_review' || row.state === 'failed') return true;
-  if (row.state !== 'synced' && row.state !== 'cancelled') return false;
-  if (row.revision !== row.appliedRevision) return false;
-  return row.state === 'synced' || row.classId === null || row.archivedAt !== null;
 }
 
 /** `n` accounts, each with credentials of its own and one institute. */
@@ -430,7 +429,7 @@ function chaosAccounts(n: number) {
   return { names, file: writeAccountsFile(names.map((name) => ({ name }))) };
 }
 
-type Action = { progress: number; delayMs: number; kind: 'single' | 'fleet' | 'redis' | 'postgres' | 'postgres_restart' | 'key' };
+type Action = { progress: number; delayMs: number; kind: 'single' | 'fleet' | 'redis' | 'postgres' | 'postgres_restart' | 'key' | 'listing' };
 
 /** How long the restart keeps PostgreSQL down (every connection refused). */
 const POSTGRES_DOWN_MS = 1_500;
@@ -461,6 +460,10 @@ function chaosPlan(options: ChaosOptions, random: () => number): Action[] {
   plan.push({ progress: 0.7, delayMs: Math.floor(random() * 200), kind: 'postgres' });
   // Drawn last, so the jitters and victims drawn before it are those of earlier runs of a seed.
   plan.push({ progress: 0.55, delayMs: Math.floor(random() * 200), kind: 'postgres_restart' });
+  // Every listing refused until batches in doubt run out of attempts (refusals.ts); no jitter drawn.
+  // It runs beside the plan, after the key windows (a probe is a listing: refused, it would hold a
+  // breaker open), while the backfill still waits for its add-classes (one loses its answer).
+  plan.push({ progress: 0.62, delayMs: 0, kind: 'listing' });
   return plan.sort((a, b) => a.progress - b.progress);
 }
 
@@ -486,10 +489,12 @@ async function waitForProgress(runtime: ReturnType<typeof createRuntime>, synced
   let lastChange = Date.now();
   for (;;) {
     // Done: synced, or cancelled (a third of the batches change, and some end cancelled).
+    // The suite cuts and restarts PostgreSQL: a read that meets it is made again on the next turn.
     const [row] = await runtime.database.db
       .select({ n: count() })
       .from(batchClasses)
-      .where(inArray(batchClasses.state, ['synced', 'cancelled']));
+      .where(inArray(batchClasses.state, ['synced', 'cancelled']))
+      .catch(() => [{ n: last }]);
     const done = Number(row?.n ?? 0);
     if (done >= synced) return;
     if (done !== last) {
@@ -596,6 +601,9 @@ interface ReportInput {
   intakeClientsLeaked: number;
   /** What each batch's last event leaves it expecting, by batch id. */
   expected: Map<string, Expected>;
+  doubt: DoubtDrivers;
+  listingFigures: ListingWindowFigures;
+  healed: HealFigures;
 }
 
 async function buildReport(input: ReportInput): Promise<ChaosReport> {
@@ -617,7 +625,11 @@ async function buildReport(input: ReportInput): Promise<ChaosReport> {
   const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))] ?? 0;
   // By the batch id each class carries: a rename changes its name (and the remote may rewrite it).
   const ours = [...classesByRef(truth.classes!)];
-  const checks = await changeChecks(runtime, rows, truth.classes!, input.expected);
+  const { doubt, checks } = await input.doubt.report(rows, truth.classes!, input.expected, { listingWindow: input.listingFigures, healed: input.healed });
+  // At rest on purpose: synced, needs_review (with its reason), cancelled, left abandoned by the
+  // operator, or failed because the suite deleted the batch's class (the remote no longer knows it).
+  const accounted =
+    synced.length + rows.filter((r) => r.state === 'needs_review' || r.state === 'cancelled').length + doubt.abandoned.left + doubt.failedClassGone;
   const breakerOpened = lines.filter((line) => line.breaker === 'open').length;
   const refusedCalls = Object.values(truth.calls.byOperation).reduce((sum, op) => sum + (op.outcomes.http401 ?? 0) + (op.outcomes.http403 ?? 0), 0);
   return {
@@ -635,8 +647,8 @@ async function buildReport(input: ReportInput): Promise<ChaosReport> {
       .slice(0, 5)
       .map((r) => ({ batchId: r.batchId, attempts: r.attempts, kind: r.lastErrorKind, error: r.lastError })),
     cancelled: rows.filter((r) => r.state === 'cancelled').length,
-    lost: options.n - rows.filter((r) => r.state === 'synced' || r.state === 'needs_review' || r.state === 'cancelled').length,
-    duplicates: ours.reduce((sum, [, classes]) => sum + Math.max(0, classes.length - 1), 0),
+    lost: options.n - accounted,
+    duplicates: duplicatesOf(truth.classes!, [...input.doubt.deletions().values()]),
     remoteClasses: ours.reduce((sum, [, classes]) => sum + classes.length, 0),
     unattributedClasses: truth.classes!.filter((c) => typeof c.extra.chaosRef !== 'string').length,
     rowsWithClass: rows.filter((r) => r.classId !== null).length,
@@ -644,8 +656,9 @@ async function buildReport(input: ReportInput): Promise<ChaosReport> {
     intakeClientsLeaked: input.intakeClientsLeaked,
     changesDuringAddClass: await changesDuringAddClass(runtime),
     checks,
-    offenders: await offendersOf(runtime, rows, truth.classes!, checks, lines),
+    offenders: await offendersOf(runtime, rows, truth.classes!, checks, lines, doubtNamed(doubt)),
     joinLinksMatching: synced.filter((r) => r.joinLink && byId.get(r.classId!)?.joinMagicLink === r.joinLink).length,
+    doubt,
     addClassPosts: truth.calls.byOperation.addClass?.calls ?? 0,
     faultsInjected: truth.calls.faultsInjected,
     outcomeUnknown: { addClassErrors, resolutions },
@@ -667,62 +680,6 @@ async function buildReport(input: ReportInput): Promise<ChaosReport> {
 }
 
 type Row = typeof batchClasses.$inferSelect;
-
-/** The sandbox's classes by the `chaosRef` each carries (the batch it was made for). */
-function classesByRef(classes: readonly ClassTruth[]): Map<string, ClassTruth[]> {
-  const byRef = new Map<string, ClassTruth[]>();
-  for (const c of classes) {
-    const ref = c.extra.chaosRef;
-    if (typeof ref === 'string') byRef.set(ref, [...(byRef.get(ref) ?? []), c]);
-  }
-  return byRef;
-}
-
-/** Each batch at rest against what its last event asked for (see ChangeChecks). */
-async function changeChecks(
-  runtime: ReturnType<typeof createRuntime>,
-  rows: readonly Row[],
-  classes: readonly ClassTruth[],
-  expected: Map<string, Expected>,
-): Promise<ChangeChecks> {
-  const checks: ChangeChecks = { cancelledVisible: [], namesStale: [], fieldsStale: [], staleApplied: [], cancelHeld: [], notAtRest: [] };
-  const byRef = classesByRef(classes);
-  const byId = new Map(classes.map((c) => [c.id, c]));
-  const history = await appliedVersions(runtime);
-  for (const row of rows) {
-    const exp = expected.get(row.batchId);
-    if (!exp) continue;
-    const id = `${row.batchId} (${row.state}, v${row.version ?? '-'})`;
-    if (!atRest(row)) checks.notAtRest.push(`${id}: revision ${row.revision}, applied ${row.appliedRevision}, archived ${row.archivedAt !== null}`);
-    if (row.version !== exp.version) checks.staleApplied.push(`${id}: stands at version ${row.version}, the highest published is ${exp.version}`);
-    const versions = history.get(row.id) ?? [];
-    if (versions.some((v, i) => i > 0 && v <= versions[i - 1]!)) checks.staleApplied.push(`${id}: its history applied versions ${versions.join(', ')}`);
-    if (exp.cancelled) {
-      if (row.state === 'needs_review') checks.cancelHeld.push(id);
-      else if (row.state !== 'cancelled') checks.staleApplied.push(`${id}: its last event cancelled it`);
-      const visible = (byRef.get(row.batchId) ?? []).filter((c) => !c.archived);
-      if (row.state === 'cancelled' && visible.length > 0) checks.cancelledVisible.push(`${id}: class ${visible.map((c) => c.id).join(', ')} listed`);
-      continue;
-    }
-    if (row.state === 'cancelled') checks.staleApplied.push(`${id}: cancelled, but its last event (v${exp.version}) did not cancel it`);
-    if (row.state !== 'synced') continue;
-    const remote = row.classId === null ? undefined : byId.get(row.classId);
-    if (remote?.extra.chaosRef !== row.batchId) {
-      checks.namesStale.push(`${id}: class ${row.classId} is ${remote ? `batch ${String(remote.extra.chaosRef)}'s` : 'not on the remote'}`);
-    } else if (remote.sentName !== exp.name || row.className !== exp.name) {
-      checks.namesStale.push(
-        `${id}: class last sent ${JSON.stringify(remote.sentName)}, row says ${JSON.stringify(row.className)}, newest is ${JSON.stringify(exp.name)}`,
-      );
-    }
-    if (remote && (remote.subject !== exp.subject || (exp.room !== undefined && remote.extra.room !== exp.room) || remote.archived)) {
-      const room = String(remote.extra.room);
-      checks.fieldsStale.push(
-        `${id}: class has subject ${remote.subject}, room ${room}, archived ${remote.archived}; expected ${exp.subject}, ${exp.room ?? '(any room)'}, not archived`,
-      );
-    }
-  }
-  return checks;
-}
 
 /** See ChaosReport.changesDuringAddClass: each `creating` spell of each batch, from its history. */
 async function changesDuringAddClass(runtime: ReturnType<typeof createRuntime>): Promise<ChaosReport['changesDuringAddClass']> {
@@ -767,10 +724,11 @@ async function offendersOf(
   classes: readonly ClassTruth[],
   checks: ChangeChecks,
   lines: readonly WorkerLine[],
+  /** More entries naming batches (first word: the batch id): lease violations, wrong last words. */
+  extraNamed: readonly string[][] = [],
 ): Promise<ChaosReport['offenders']> {
-  const named = [checks.cancelledVisible, checks.namesStale, checks.fieldsStale, checks.staleApplied, checks.notAtRest].flatMap((entries) =>
-    entries.map((entry) => entry.split(' ')[0]!),
-  );
+  const lists: readonly (readonly string[])[] = [...Object.values(checks), ...extraNamed];
+  const named = lists.flatMap((entries) => entries.map((entry) => entry.split(/[ :]/)[0]!));
   const byRef = classesByRef(classes);
   const offenders: ChaosReport['offenders'] = {};
   for (const batchId of [...new Set(named)].slice(0, 8)) {
@@ -816,19 +774,6 @@ function logLine(line: WorkerLine): string {
     .join(' ');
 }
 
-/** The versions each row's changes were applied at (its updated, cancel_requested and reopened lines), in order, by row id. */
-async function appliedVersions(runtime: ReturnType<typeof createRuntime>): Promise<Map<number, number[]>> {
-  const result = await runtime.database.pool.query<{ row_id: string; version: string | null }>(
-    `select c.id as row_id, e.detail->>'version' as version from batch_events e join batch_classes c on c.id = e.batch_row_id
-      where e.type in ('updated', 'cancel_requested', 'reopened') order by e.id`,
-  );
-  const versions = new Map<number, number[]>();
-  for (const r of result.rows) {
-    if (r.version !== null) versions.set(Number(r.row_id), [...(versions.get(Number(r.row_id)) ?? []), Number(r.version)]);
-  }
-  return versions;
-}
-
 export function printReport(report: ChaosReport, file = 'test-results/fault-report.json'): void {
   mkdirSync('test-results', { recursive: true });
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
@@ -865,6 +810,7 @@ export function printReport(report: ChaosReport, file = 'test-results/fault-repo
       `${k.cancelledVisible.length} / ${k.namesStale.length} / ${k.fieldsStale.length} / ${k.staleApplied.length}`,
     ],
     ['not at rest after healing / cancels held (needs_review)', `${k.notAtRest.length} / ${k.cancelHeld.length}`],
+    ...doubtRows(report.doubt, k),
     ['join links stored and equal to get-class', String(report.joinLinksMatching)],
     ['add-class POSTs sent', String(report.addClassPosts)],
     ['add-class outcome unknown (errors seen)', String(report.outcomeUnknown.addClassErrors)],
@@ -890,6 +836,7 @@ export function printReport(report: ChaosReport, file = 'test-results/fault-repo
     ...samples('fields stale', k.fieldsStale),
     ...samples('stale applied', k.staleApplied),
     ...samples('not at rest', k.notAtRest),
+    ...doubtSamples(report.doubt, k),
     ...samples('stale event not refused', c.stale.answeredOtherwise),
     ...samples('change not applied', c.realNotApplied),
   ];

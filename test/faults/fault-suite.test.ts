@@ -4,9 +4,12 @@
 // FAULT_SUITE_LIVE=0: it mixes those behaviours with every fault of the plain mode. The batches are
 // spread over FAULT_SUITE_ACCOUNTS accounts (default 3; 1 = no accounts file). About a third of the
 // batches change meanwhile (renamed, cancelled, reopened, with stale versions mixed in: changes.ts).
+// The remote refuses some calls and has classes deleted, and an operator retries, abandons and
+// undoes at random moments (doubt-run.ts); every call must hold a live lease, and each batch's newest
+// webhook must tell the state it rests in.
 import { expect, it, onTestFailed } from 'vitest';
 import { recentTrace } from './changes.ts';
-import { printReport, runChaos } from './chaos.ts';
+import { type ChaosReport, printReport, runChaos } from './chaos.ts';
 
 const n = Number(process.env.FAULT_SUITE_N ?? 200);
 const seed = Number(process.env.FAULT_SUITE_SEED ?? 20261122);
@@ -15,7 +18,7 @@ const live = process.env.FAULT_SUITE_LIVE !== '0';
 const accounts = Number(process.env.FAULT_SUITE_ACCOUNTS ?? 3);
 
 it(
-  `exactly one class per batch for ${n} batches of ${accounts} account(s) under faults, kills, a Redis wipe, a Postgres cut and a Postgres restart, with renames, cancellations, reopenings and stale versions${live ? ', renamed classes, lagging reads and refused keys' : ''} (seed ${seed})`,
+  `exactly one class per batch for ${n} batches of ${accounts} account(s) under faults, kills, a Redis wipe, a Postgres cut and a Postgres restart, with renames, cancellations, reopenings and stale versions, refusals, classes deleted on the remote and an operator's retries and abandons${live ? ', renamed classes, lagging reads and refused keys' : ''} (seed ${seed})`,
   async () => {
     // A failed or timed-out run says what it was doing last.
     onTestFailed(() => console.error(`fault suite trace (last lines):\n${recentTrace().slice(-60).join('\n')}`));
@@ -24,10 +27,9 @@ it(
     expect(report.duplicates).toBe(0);
     expect(report.unattributedClasses).toBe(0);
     expect(report.crashes).toEqual({ count: 0, samples: [] });
+    // (First the doubt rule's checks, soft: a batch at rest where it should not be is named there.)
+    expectDoubtRule(report);
     expect(report.lost).toBe(0);
-    expect(report.failed).toBe(0);
-    expect(report.synced + report.needsReview.length + report.cancelled).toBe(n);
-    expect(report.joinLinksMatching).toBe(report.synced);
     // Every real change was applied and every stale one refused, as intake answered them.
     expect(report.changes.realNotApplied).toEqual([]);
     expect(report.changes.stale.answeredOtherwise).toEqual([]);
@@ -70,10 +72,40 @@ it(
       expect(report.keyRefusals.breakerOpened).toBeGreaterThan(0);
     }
     // The sandbox holds one class per batch that has one (synced, or cancelled after add-class, its
-    // class archived) plus any needs_review evidence, nothing more; a batch cancelled before its
-    // add-class has none.
-    expect(report.remoteClasses).toBeLessThanOrEqual(report.rowsWithClass + report.needsReview.length);
-    expect(report.remoteClasses).toBeGreaterThanOrEqual(report.synced);
+    // class archived) plus any needs_review evidence, or an abandoned batch's that may have one,
+    // nothing more; a batch cancelled before its add-class has none, and one whose class the suite
+    // deleted may have none left.
+    const d = report.doubt;
+    expect(report.remoteClasses).toBeLessThanOrEqual(report.rowsWithClass + report.needsReview.length + d.abandoned.mayHaveClass);
+    expect(report.remoteClasses + d.deletions.deleted).toBeGreaterThanOrEqual(report.synced);
   },
   Math.max(900_000, n * 2_400),
 );
+
+/** What the doubt rule's part of the run (doubt-run.ts) must show. */
+function expectDoubtRule(report: ChaosReport): void {
+  const d = report.doubt;
+  // At rest on purpose: failed only because the suite deleted the class (the remote no longer knows
+  // it), abandoned only as the operator left it.
+  expect.soft(report.failed).toBe(d.failedClassGone);
+  expect.soft(report.synced + report.needsReview.length + report.cancelled + d.abandoned.left + d.failedClassGone).toBe(n);
+  expect.soft(report.joinLinksMatching + d.syncedClassGone).toBe(report.synced);
+  // No remote call without a live lease on its batch; each batch's newest webhook tells its state.
+  expect.soft(d.leaseAudit.violations).toEqual([]);
+  expect.soft(d.lastWord.wrong).toEqual([]);
+  expect.soft(d.lastWord.missing).toEqual([]);
+  // Doubt ends only in creating, needs_review or abandoned; a cancel whose class was deleted ends cancelled.
+  expect.soft(report.checks.leftDoubt).toEqual([]);
+  expect.soft(report.checks.cancelNotEnded).toEqual([]);
+  expect.soft(report.checks.unexpectedFailed).toEqual([]);
+  expect.soft(report.checks.unexpectedAbandoned).toEqual([]);
+  if (n < 50) return;
+  // Refusals, the listing window's exhaustion, deletions and operator actions all happened.
+  expect(d.refusals.injected.addClass).toBeGreaterThan(0);
+  expect(d.refusals.injected.editClass).toBeGreaterThan(0);
+  expect(d.refusals.injected.listClasses).toBeGreaterThan(0);
+  expect(d.refusals.listingWindow.exhausted).toBeGreaterThan(0);
+  expect(d.deletions.deleted).toBeGreaterThan(0);
+  expect(d.operators.actions['abandon:abandoned']).toBeGreaterThan(0);
+  expect(d.leaseAudit.checked.addClass).toBeGreaterThan(0);
+}

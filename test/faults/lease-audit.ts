@@ -1,0 +1,180 @@
+// The fault suite's lease audit (invariant 3: no remote call without a live lease). The sandbox runs
+// in the suite's process and tells it of every call as it arrives; for each add-class, edit-class and
+// get-class the suite notes the batch it is about (add-class carries `chaosRef`, the batch id; the
+// others name a class, which carries it) and when it arrived (epoch ms; the workers, PostgreSQL and
+// the sandbox share this machine's clock).
+//
+// What lease the batch's row held at that instant is read afterwards from a log kept by a trigger the
+// suite adds to its own database (never part of the product's schema): every change of a row's lease
+// epoch or expiry, stamped with `clock_timestamp()` inside the statement that made it. A change is
+// stamped before its commit, and a worker sends a call only after its lease write committed, so the
+// newest entry stamped before a call's arrival is the lease the row showed when the call arrived. A
+// call is a violation when that lease had already ended (expired, released or fenced off): its margin
+// is how long before the arrival it ended (negative). Lease ends stamped within a few milliseconds of
+// an arrival are within the trigger's own window (stamp before commit), and the report shows each
+// violation's margin so that such a case can be told from a real one.
+import pg from 'pg';
+import type { RunningSandbox, SandboxOperation } from '../../src/sandbox/index.ts';
+
+/** One call that arrived without a live lease on its batch's row. */
+export interface LeaseViolation {
+  batchId: string;
+  operation: SandboxOperation;
+  arrivedAt: string;
+  /** The lease's end minus the arrival, in ms (≤ 0): how long before the call its lease had ended. */
+  marginMs: number;
+  /** The lease epoch the row showed at arrival (null: no row change logged before it). */
+  epoch: number | null;
+  /** `released`: no lease at all (released, fenced off, never taken); `expired`: it had run out. */
+  lease: 'released' | 'expired' | 'never';
+}
+
+export interface LeaseAuditReport {
+  /** Calls checked, per operation. */
+  checked: Record<string, number>;
+  /** Calls whose batch could not be told (a class id no batch's class carries). */
+  unattributed: number;
+  violations: LeaseViolation[];
+  /** The smallest margin (lease end − arrival) of any call, in ms; null when none was checked. */
+  minMarginMs: number | null;
+  /** Calls that arrived with less than 250 ms of lease left (the product's local guard), violations included. */
+  underGuard: number;
+}
+
+const AUDITED: ReadonlySet<SandboxOperation> = new Set(['addClass', 'editClass', 'getClass']);
+
+/** The log table and its trigger, on the suite's private database (after the product's migrations). */
+const INSTALL = `
+create table if not exists chaos_lease_log (
+  id bigserial primary key, batch_id text not null, at timestamptz not null default clock_timestamp(),
+  epoch integer not null, expires_at timestamptz);
+create index if not exists chaos_lease_log_batch on chaos_lease_log (batch_id, at);
+create or replace function chaos_lease_logged() returns trigger language plpgsql as $$
+begin
+  if TG_OP = 'INSERT' or NEW.lease_epoch is distinct from OLD.lease_epoch or NEW.lease_expires_at is distinct from OLD.lease_expires_at then
+    insert into chaos_lease_log (batch_id, epoch, expires_at) values (NEW.batch_id, NEW.lease_epoch, NEW.lease_expires_at);
+  end if;
+  return null;
+end $$;
+drop trigger if exists chaos_lease_logged on batch_classes;
+create trigger chaos_lease_logged after insert or update on batch_classes for each row execute function chaos_lease_logged();`;
+
+interface Arrival {
+  operation: SandboxOperation;
+  batchId: string;
+  at: number;
+}
+
+interface LeaseEntry {
+  at: number;
+  epoch: number;
+  expiresAt: number | null;
+}
+
+export class LeaseAuditor {
+  private readonly arrivals: Arrival[] = [];
+  private readonly refOfClass = new Map<string, string>();
+  private unattributed = 0;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(private readonly sandbox: RunningSandbox) {}
+
+  /** Adds the log and its trigger to the database at `databaseUrl`. */
+  static async install(databaseUrl: string): Promise<void> {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    try {
+      await client.query(INSTALL);
+    } finally {
+      await client.end();
+    }
+  }
+
+  start(): void {
+    this.unsubscribe = this.sandbox.onRequest((operation, request) => {
+      if (!AUDITED.has(operation)) return;
+      const at = Date.now();
+      const batchId = operation === 'addClass' ? refOf((request.body as { chaosRef?: unknown } | null)?.chaosRef) : this.batchOfClass(request.classId);
+      if (batchId === undefined) this.unattributed += 1;
+      else this.arrivals.push({ operation, batchId, at });
+    });
+  }
+
+  stop(): void {
+    this.unsubscribe?.();
+  }
+
+  /** The suite is about to delete a class on the remote: calls naming it later are still its batch's. */
+  remember(classId: string, batchId: string): void {
+    this.refOfClass.set(classId, batchId);
+  }
+
+  /** Reads the lease log (PostgreSQL must be up) and checks every call noted. */
+  async report(pool: pg.Pool): Promise<LeaseAuditReport> {
+    const log = await readLog(pool);
+    const checked: Record<string, number> = {};
+    const violations: LeaseViolation[] = [];
+    let minMarginMs: number | null = null;
+    let underGuard = 0;
+    for (const arrival of this.arrivals) {
+      checked[arrival.operation] = (checked[arrival.operation] ?? 0) + 1;
+      const lease = leaseAt(log.get(arrival.batchId) ?? [], arrival.at);
+      const margin = lease?.expiresAt == null ? marginWithout(lease, arrival.at) : lease.expiresAt - arrival.at;
+      minMarginMs = minMarginMs === null ? margin : Math.min(minMarginMs, margin);
+      if (margin < 250) underGuard += 1;
+      if (margin > 0) continue;
+      violations.push({
+        batchId: arrival.batchId,
+        operation: arrival.operation,
+        arrivedAt: new Date(arrival.at).toISOString(),
+        marginMs: margin,
+        epoch: lease?.epoch ?? null,
+        lease: lease === undefined ? 'never' : lease.expiresAt === null ? 'released' : 'expired',
+      });
+    }
+    return { checked, unattributed: this.unattributed, violations, minMarginMs, underGuard };
+  }
+
+  private batchOfClass(classId: string | undefined): string | undefined {
+    if (classId === undefined) return undefined;
+    const known = this.refOfClass.get(classId);
+    if (known !== undefined) return known;
+    const ref = refOf(this.sandbox.store.get(classId)?.extra.chaosRef);
+    if (ref !== undefined) this.refOfClass.set(classId, ref);
+    return ref;
+  }
+}
+
+const refOf = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+/** A call with no lease at all: its margin is how long before the arrival the lease was let go (or -Infinity, never taken). */
+function marginWithout(lease: LeaseEntry | undefined, arrivedAt: number): number {
+  return lease === undefined ? Number.NEGATIVE_INFINITY : lease.at - arrivedAt;
+}
+
+/** The newest log entry stamped before `at` (entries are in stamp order). */
+function leaseAt(entries: readonly LeaseEntry[], at: number): LeaseEntry | undefined {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (entries[mid]!.at <= at) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo === 0 ? undefined : entries[lo - 1];
+}
+
+async function readLog(pool: pg.Pool): Promise<Map<string, LeaseEntry[]>> {
+  const result = await pool.query<{ batch_id: string; at: string; epoch: number; expires_at: string | null }>(
+    `select batch_id, (extract(epoch from at) * 1000)::float8::text as at, epoch,
+            (extract(epoch from expires_at) * 1000)::float8::text as expires_at
+       from chaos_lease_log order by batch_id, at, id`,
+  );
+  const log = new Map<string, LeaseEntry[]>();
+  for (const row of result.rows) {
+    const entries = log.get(row.batch_id) ?? [];
+    entries.push({ at: Number(row.at), epoch: row.epoch, expiresAt: row.expires_at === null ? null : Number(row.expires_at) });
+    log.set(row.batch_id, entries);
+  }
+  return log;
+}

@@ -1,0 +1,60 @@
+// The fault suite's own audits, shown to catch what they look for: the lease audit
+// (test/faults/lease-audit.ts) names a call that arrives while its batch holds no live lease (never
+// taken, or run out) and passes one made inside a lease; the last-word check (test/faults/last-word.ts)
+// names a batch whose newest webhook tells another state than the one it rests in.
+import { sql } from 'drizzle-orm';
+import { expect, it } from 'vitest';
+import { publishBatchCreated } from '../../src/intake/publish.ts';
+import { acquireLease } from '../../src/mapping/index.ts';
+import { lastWord } from '../faults/last-word.ts';
+import { LeaseAuditor } from '../faults/lease-audit.ts';
+import { publishDepsOf } from '../helpers/harness.ts';
+import { useHarness } from '../helpers/use-harness.ts';
+
+const { h } = useHarness();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+it('the lease audit names calls made without a live lease, and only those', async () => {
+  await LeaseAuditor.install(h.config.databaseUrl);
+  const auditor = new LeaseAuditor(h.sandbox);
+  auditor.start();
+  const client = h.runtime.remotes.default.classroom;
+  const instituteId = h.config.classroom.instituteId;
+  const send = (batchId: string) => client.addClass({ name: `Audit ${batchId}`, subject: 'Maths', instituteId, extra: { chaosRef: batchId } });
+  for (const batchId of ['none', 'live', 'expired']) await publishBatchCreated(publishDepsOf(h), { batchId, name: `Audit ${batchId}`, subject: 'Maths' });
+  const { classId: unleased } = await send('none');
+  await acquireLease(h.runtime.database.db, { instituteId, batchId: 'live' }, 'audit', 3_000, 1, 1_000);
+  const { classId: leased } = await send('live');
+  await h.runtime.remotes.default.classroom.getClass(leased);
+  await acquireLease(h.runtime.database.db, { instituteId, batchId: 'expired' }, 'audit', 100, 1, 1_000);
+  await sleep(300);
+  await send('expired');
+  // A call about a class the suite deleted is still told apart: its batch was remembered.
+  auditor.remember(unleased, 'none');
+  h.sandbox.store.delete(unleased);
+  await client.getClass(unleased).catch(() => undefined);
+  auditor.stop();
+  const report = await auditor.report(h.runtime.database.pool);
+  expect(report.checked).toEqual({ addClass: 3, getClass: 2 });
+  expect(report.unattributed).toBe(0);
+  const seen = report.violations.map((v) => ({ batchId: v.batchId, operation: v.operation, lease: v.lease }));
+  expect(seen).toEqual([
+    { batchId: 'none', operation: 'addClass', lease: 'released' },
+    { batchId: 'expired', operation: 'addClass', lease: 'expired' },
+    { batchId: 'none', operation: 'getClass', lease: 'released' },
+  ]);
+  expect(report.violations[1]!.marginMs, 'the expired lease ended about 200 ms before the call').toBeLessThan(-100);
+});
+
+it('the last-word check names a batch whose newest message tells another state than the one it rests in', async () => {
+  await publishBatchCreated(publishDepsOf(h), { batchId: 'word', name: 'Word', subject: 'Maths' });
+  // Failed by hand (the trigger writes batch.failed), then moved to synced behind the trigger's back.
+  await h.runtime.database.db.execute(sql`update batch_classes set state = 'failed' where batch_id = 'word'`);
+  let report = await lastWord(h.runtime, new Set(['word']));
+  expect(report).toMatchObject({ checked: 1, wrong: [], missing: [] });
+  await h.runtime.database.db.execute(sql`alter table batch_classes disable trigger user`);
+  await h.runtime.database.db.execute(sql`update batch_classes set state = 'synced' where batch_id = 'word'`);
+  await h.runtime.database.db.execute(sql`alter table batch_classes enable trigger user`);
+  report = await lastWord(h.runtime, new Set(['word']));
+  expect(report.wrong).toEqual(['word (synced): newest message batch.failed (state failed)']);
+});
