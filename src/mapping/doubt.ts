@@ -2,7 +2,7 @@
 // doubt rule"). A batch *may have a class* when add-class was sent (`create_sent_at`), no class id
 // is known, and nothing has proven that none was made: `forget-create.ts` clears `create_sent_at`
 // only on such proof (the call was refused or never left, or the listing settled it), and an
-// operator's `abandon --no-class` only after checking the remote. In doubt, a batch is `creating`
+// operator's `abandon --confirm-no-class` only after checking the remote. In doubt, a batch is `creating`
 // (a run settles it from the listing), `needs_review` (an operator settles it) or `abandoned` (and
 // reconciliation keeps reporting it): never `pending`, `failed` or `cancelled`.
 import { type SQL, sql } from 'drizzle-orm';
@@ -46,15 +46,9 @@ export function failureSet(review: SQL): SQL {
 }
 
 /**
- * Where a batch an operator lets go of (retry) resumes, from what is known to have happened: after
- * the last step known done, and never before an add-class that may have made a class.
+ * Where a batch an operator lets go of (retry) resumes, for the row aliased `b`: after the last
+ * step known done, and never before an add-class that may have made a class.
  */
-export function resumeState(row: Facts & Pick<MappingRow, 'linkEnabledAt'>): BatchState {
-  if (row.classId !== null) return row.linkEnabledAt !== null ? 'link_enabled' : 'created';
-  return mayHaveClass(row) ? 'creating' : 'pending';
-}
-
-/** `resumeState` of the row aliased `b`, in SQL. */
 export const RESUME_STATE = sql`(case
   when b.class_id is not null and b.link_enabled_at is not null then 'link_enabled'
   when b.class_id is not null then 'created'
@@ -68,3 +62,7 @@ export function doubtReview(className: string, why: string): { reason: string; e
     evidence: { className, matches: [], mappedElsewhere: [] },
   };
 }
+
+/** `doubtReview` as SQL jsonb, for a statement over the row aliased `b` (its class name filled in). */
+export const doubtReviewOf = (why: string): SQL =>
+  sql`jsonb_set(${JSON.stringify(doubtReview('', why))}::jsonb, '{evidence,className}', to_jsonb(b.class_name))`;

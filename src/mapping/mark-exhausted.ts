@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { TERMINAL_STATES } from '../db/schema/index.ts';
-import { doubtReview, failureSet } from './doubt.ts';
+import { doubtReviewOf, failureSet } from './doubt.ts';
 import { type Db, ROW_B, decodeRow, execute, stateList, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchState, MappingRow } from './types.ts';
 
@@ -21,14 +21,13 @@ export async function markExhausted(
   context: { attempt: number; workerId: string },
 ): Promise<{ from: BatchState; row: MappingRow } | undefined> {
   const lastError = `attempts exhausted: ${error.message}`;
-  const review = JSON.stringify(doubtReview('', lastError));
   // A sub-select in RETURNING reads the row as it was before this UPDATE: the state we left.
   const result = await execute<MappingRow & { fromState: BatchState }>(
     db,
     sql`
     with updated as (
       update batch_classes b
-         set ${failureSet(sql`jsonb_set(${review}::jsonb, '{evidence,className}', to_jsonb(b.class_name))`)},
+         set ${failureSet(doubtReviewOf(lastError))},
              last_error = ${lastError}, last_error_kind = ${error.kind}, lease_epoch = b.lease_epoch + 1, updated_at = now()
        where b.institute_id = ${key.instituteId} and b.batch_id = ${key.batchId} and b.state not in (${terminal})
          and (b.lease_expires_at is null or b.lease_expires_at < now())

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { CANCELLED_UNSENT, MAY_HAVE_CLASS } from './doubt.ts';
+import { CANCELLED_UNSENT, MAY_HAVE_CLASS, doubtReviewOf } from './doubt.ts';
 import { reasonDetail } from './mark-abandoned.ts';
 import { type Db, execute, keyTable, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchState } from './types.ts';
@@ -7,7 +7,7 @@ import type { BatchKey, BatchState } from './types.ts';
 // Where an undone abandon leads, from the facts as they are now (a change may have arrived meanwhile):
 // cancelled by the integrator with no class possible → `cancelled`; a class may exist → `needs_review`
 // (an operator settles it, as before the abandon); else the state it was abandoned from, except that a
-// needs_review whose doubt an operator ruled out (`abandon --no-class`) is `failed` (retry sends add-class).
+// needs_review whose doubt an operator ruled out (`abandon --confirm-no-class`) is `failed` (retry sends add-class).
 const RESTORED = sql`(case
   when ${CANCELLED_UNSENT} then 'cancelled'
   when ${MAY_HAVE_CLASS} then 'needs_review'
@@ -23,9 +23,7 @@ export async function restoreAbandoned(db: Db, keys: readonly BatchKey[], reason
       update batch_classes b
          set state = ${RESTORED}, abandoned_from = null, abandoned_at = null, abandon_reason = null,
              applied_revision = case when ${CANCELLED_UNSENT} then b.revision else b.applied_revision end,
-             review = case when ${MAY_HAVE_CLASS} then coalesce(b.review, jsonb_build_object('reason',
-               'abandoned while an add-class of unknown outcome was not settled; a class may exist: check the institute''s listing, then retry or abandon it',
-               'evidence', jsonb_build_object('className', b.class_name, 'matches', '[]'::jsonb, 'mappedElsewhere', '[]'::jsonb))) else b.review end,
+             review = case when ${MAY_HAVE_CLASS} then coalesce(b.review, ${doubtReviewOf('abandoned, and taken back, while an add-class of it was not settled')}) else b.review end,
              lane = 'operator', lane_since = now(), updated_at = now()
         from v
        where b.institute_id = v.institute_id and b.batch_id = v.batch_id and b.state = 'abandoned'

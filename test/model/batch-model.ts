@@ -10,7 +10,7 @@
 // Bounds (keep the state space finite; see Budget): the integrator sends at most `changes` events
 // after batch.created (renames among A|B|C, subject x|y, cancel, reopen); at most `faults` faults
 // (each non-ok call outcome, a worker killed, a lease run out, a stalled job's last attempt, the
-// class deleted); at most `operator` abandon / undo / --no-class. An operator's retry, runs with ok
+// class deleted); at most `operator` abandon / undo / --confirm-no-class. An operator's retry, runs with ok
 // outcomes, reconciliation and the sweep are unbounded. Revisions are compared only by order, so
 // the search's key ranks them (explore.ts) and reconciliation may bump them without bound.
 // At most one run is in progress: a stalled job may be redelivered (and fail its last attempt

@@ -1,4 +1,4 @@
-// Everything outside a run and intake: operators (retry, abandon, undo, --no-class), reconciliation,
+// Everything outside a run and intake: operators (retry, abandon, undo, --confirm-no-class), reconciliation,
 // the sweep, and the faults of the world (a worker killed, a lease run out, a stalled job's last
 // attempt failing before it held a lease, the class deleted on the remote).
 import { TERMINAL, doubt, listed, enqueue, hasWork, queueIfWork, spend, storedClass } from './facts.ts';
@@ -38,7 +38,7 @@ export function undo(m: Model, opts: Options): Step[] {
 }
 
 /**
- * abandon --no-class: an operator who checked rules the class out (only when the remote truly has
+ * abandon --confirm-no-class: an operator who checked rules the class out (only when the remote truly has
  * none). Beyond the design's first draft (MODEL FINDING 2): like forgetCreate, the waiting rename becomes the name
  * the next add-class sends (else nextClassName stays set with no class and no doubt).
  */
@@ -46,7 +46,7 @@ export function noClass(m: Model, opts: Options): Step[] {
   const r = m.row;
   if (r.state !== 'abandoned' || !r.sent || m.remote.length > 0) return [];
   const name = opts.bug === 'noClassKeepsNext' ? {} : { className: r.nextClassName ?? r.className, nextClassName: null };
-  return step('operator: abandon --no-class (sent cleared)', spend({ ...m, row: { ...r, sent: false, ...name } }, 'operator'));
+  return step('operator: abandon --confirm-no-class (sent cleared)', spend({ ...m, row: { ...r, sent: false, ...name } }, 'operator'));
 }
 
 /** Reconciliation: adopt a needs_review batch's single listed candidate; ask a cancelled batch's visible class to be archived again. */

@@ -97,7 +97,7 @@ export interface Budget {
   readonly faults: number;
   /** Changes from the integrator: batch.updated (rename, subject) and batch.cancelled. */
   readonly changes: number;
-  /** Operator actions other than retry: abandon, abandon --undo, abandon --no-class. */
+  /** Operator actions other than retry: abandon, abandon --undo, abandon --confirm-no-class. */
   readonly operator: number;
 }
 
