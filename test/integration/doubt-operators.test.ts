@@ -4,8 +4,6 @@
 // PostgreSQL, Redis and the sandbox; runs driven one at a time (test/helpers/runs.ts).
 import { describe, expect, it } from 'vitest';
 import { publishBatchCreated } from '../../src/intake/publish.ts';
-import { runReconciliation } from '../../src/reconcile/run.ts';
-import { reconcileDepsOf, reconcileOptionsOf } from '../../src/reconcile/setup.ts';
 import { abandonBatches, undoAbandon } from '../../src/sync/abandon-batches.ts';
 import { runBatch } from '../../src/sync/machine.ts';
 import { retryBatches } from '../../src/sync/retry-batches.ts';
@@ -13,6 +11,7 @@ import { rowOf } from '../helpers/batches.ts';
 import { killAllChildren, runCli } from '../helpers/cli.ts';
 import { type Harness, publishDepsOf } from '../helpers/harness.ts';
 import { addClassCalls, keyOf, runDeps, runToRest } from '../helpers/runs.ts';
+import { reconcileOnce } from '../helpers/reconcile.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
 const { h, defer } = useHarness();
@@ -32,15 +31,7 @@ async function inReview(h: Harness, batchId: string, made: boolean): Promise<voi
   expect(await rowOf(h, batchId), 'precondition').toMatchObject({ state: 'needs_review', classId: null, lastErrorKind: 'listing_refused' });
 }
 
-const reconcile = () =>
-  runReconciliation(reconcileDepsOf(h.runtime), {
-    trigger: 'test',
-    ...reconcileOptionsOf(h.config),
-    stuckAfterMs: 60_000,
-    graceMs: 0,
-    linkChecks: 0,
-    instituteIds: [h.config.classroom.instituteId],
-  });
+const reconcile = () => reconcileOnce(h);
 
 const reported = async (batchId: string) => (await reconcile()).unresolved.filter((u) => u.batchId === batchId);
 

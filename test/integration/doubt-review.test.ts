@@ -5,10 +5,10 @@
 // Redis and the sandbox.
 import { beforeEach, describe, expect, it } from 'vitest';
 import { publishBatchCreated, publishBatchUpdated } from '../../src/intake/publish.ts';
-import { type ReconcileOptions, runReconciliation } from '../../src/reconcile/run.ts';
-import { reconcileDepsOf, reconcileOptionsOf } from '../../src/reconcile/setup.ts';
+import type { ReconcileOptions } from '../../src/reconcile/run.ts';
 import { type Harness, publishDepsOf } from '../helpers/harness.ts';
 import { messagesOf, runOnce, runToRest } from '../helpers/runs.ts';
+import { reconcileOnce } from '../helpers/reconcile.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
 const { h } = useHarness();
@@ -25,18 +25,7 @@ async function synced(batchId: string, name: string, subject = 'Maths') {
   return row;
 }
 
-/** One reconciliation pass over the default institute. */
-function reconcile(options: Partial<ReconcileOptions> = {}) {
-  return runReconciliation(reconcileDepsOf(h.runtime), {
-    trigger: 'test',
-    ...reconcileOptionsOf(h.config),
-    stuckAfterMs: 60_000,
-    graceMs: 0,
-    linkChecks: 0,
-    instituteIds: [inst()],
-    ...options,
-  });
-}
+const reconcile = (options: Partial<ReconcileOptions> = {}) => reconcileOnce(h, options);
 
 describe('a refused edit reads the class back', () => {
   it('a class renamed on the remote by hand is still reported as name_drift after a refused edit of the batch', async () => {

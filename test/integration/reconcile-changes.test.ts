@@ -7,13 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { batchClasses, batchEvents } from '../../src/db/schema/index.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { readTimeline, requestClassEdit } from '../../src/mapping/index.ts';
-import { type ReconcileOptions, runReconciliation } from '../../src/reconcile/run.ts';
-import { reconcileDepsOf, reconcileOptionsOf } from '../../src/reconcile/setup.ts';
+import type { ReconcileOptions } from '../../src/reconcile/run.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { laneOfPriority } from '../../src/sync/lanes.ts';
 import { type SyncWorker, createSyncWorker } from '../../src/sync/sync-worker.ts';
 import { rowOf } from '../helpers/batches.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { reconcileOnce } from '../helpers/reconcile.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
 const { h, defer } = useHarness();
@@ -24,18 +24,7 @@ const db = () => h.runtime.database.db;
 const sqlq = (text: string, values: unknown[] = []) => h.runtime.database.pool.query(text, values);
 const inst = () => h.config.classroom.instituteId;
 
-/** One pass over the default institute, with the harness's settings unless `options` say otherwise. */
-function reconcile(options: Partial<ReconcileOptions> = {}) {
-  return runReconciliation(reconcileDepsOf(h.runtime), {
-    trigger: 'test',
-    ...reconcileOptionsOf(h.config),
-    stuckAfterMs: 60_000,
-    graceMs: 0,
-    linkChecks: 0,
-    instituteIds: [inst()],
-    ...options,
-  });
-}
+const reconcile = (options: Partial<ReconcileOptions> = {}) => reconcileOnce(h, options);
 
 /** Publishes the batches and runs a worker until each is synced; stops it, so a job queued afterwards stays queued. */
 async function syncAll(batchIds: string[]): Promise<void> {
