@@ -6,12 +6,10 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { MissingToolError, isExecutable, redisSpawnError, requireRedisPrograms } from '../helpers/tools.ts';
-
-const BIN = fileURLToPath(new URL('../../scripts/dev-cli.mjs', import.meta.url));
+import { BIN } from '../helpers/cli.ts';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

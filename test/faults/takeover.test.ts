@@ -9,7 +9,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
@@ -19,8 +18,8 @@ import { type Runtime, createRuntime } from '../../src/runtime/runtime.ts';
 import { type RunningSandbox, sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 import { PG_SERVER, dropDatabase, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { PrivateRedis, freePort } from './processes.ts';
+import { BIN } from '../helpers/cli.ts';
 
-const BIN = fileURLToPath(new URL('../../scripts/dev-cli.mjs', import.meta.url));
 const N = 24;
 const FREEZE_MS = 20_000;
 // The target is ~5 s; the old defaults took 30–60 s. Measured 4.4–6.3 s: the job is called stalled

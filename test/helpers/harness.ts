@@ -5,12 +5,12 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { type Config, loadConfig } from '../../src/config/config.ts';
-import { runMigrations } from '../../src/db/migrate.ts';
 import type { PublishDeps } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { type Runtime, createRuntime, publishDepsOf as publishRuntimeDeps } from '../../src/runtime/runtime.ts';
 import { createRedis } from '../../src/redis/connection.ts';
 import { type RunningSandbox, type SandboxOptions, sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
+import { createMigratedDatabase } from './template.ts';
 
 export const PG_SERVER = process.env.TEST_PG_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -53,7 +53,7 @@ export async function createHarness(overrides: Record<string, string> = {}, sand
   const sandbox = await startSandbox({ ...sandboxOptionsFromConfig(loadConfig(base)), ...sandboxOverrides });
   const env = { CLASSROOM_BASE_URL: sandbox.url, ...base };
   const config = loadConfig(env);
-  await runMigrations(config.databaseUrl);
+  await createMigratedDatabase(PG_SERVER, databaseName);
   const opened = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
   // Closing twice is harmless: teardown closes the runtime first to see what else still holds the
   // database, then closes the rest.

@@ -9,7 +9,7 @@
 //   sequential  fc.commands + fc.asyncModelRun: one path at a time, runs killed or paused mid-way
 //   racing      fc.scheduledModelRun + fc.scheduler(): a run racing other paths, gate by gate
 //
-// MODEL_RUNS=n sequences per property (default 75; MODEL_FULL=1: 1,000 each, 2,000 in all);
+// MODEL_RUNS=n sequences per property (npm test: 75; npm run test:all, TEST_DEPTH=full: 1,000 each, 2,000 in all);
 // MODEL_COMMANDS=n commands at most per sequence (default 20); MODEL_ONLY=sequential|racing;
 // FC_SEED=<seed> replays a run, FC_PATH=<path> (with MODEL_ONLY: each property has its own) one
 // failure (both printed; a race replays its scheduler's picks, not the timing of I/O); FC_SHRINK=0 skips shrinking
@@ -24,9 +24,10 @@ import { type Sequence, initialModel, racingArbOf, sequentialArb } from '../mode
 import { installObserver } from '../model-based/invariants.ts';
 import { RealSystem } from '../model-based/real-system.ts';
 import { driveToRest } from '../model-based/rest.ts';
+import { depth } from '../helpers/depth.ts';
 
 const env = process.env;
-const RUNS = Number(env.MODEL_RUNS ?? (env.MODEL_FULL === '1' ? 1_000 : 75));
+const RUNS = Number(env.MODEL_RUNS ?? depth(75, 1_000));
 const MAX_COMMANDS = Number(env.MODEL_COMMANDS ?? 20);
 const SHRINKS = Number(env.MODEL_SHRINKS ?? 150);
 const IGNORE = (env.MODEL_IGNORE ?? '').split(',').filter(Boolean);

@@ -119,7 +119,8 @@ describe('README', () => {
       } else if (npmScript) {
         const script = pkg.scripts[npmScript[2] ?? npmScript[1]!];
         expect(script, command).toBeDefined();
-        if (npmScript[1] === 'test') expect(script, '`npm test` runs the whole suite, no file filter').toBe('vitest run');
+        if (npmScript[1] === 'test')
+          expect(script, '`npm test` runs the inner loop: every unit and integration file').toBe('vitest run --project unit --project integration');
         await expectOptionsAccepted(script!, npmScript[3] ?? '');
       } else {
         expect.fail(`the quick start runs \`${command}\`, which this test does not know how to check against package.json`);
@@ -127,7 +128,10 @@ describe('README', () => {
     }
     // Chromium, promtool and redis-server are not npm packages: `npm test` installs them first
     // (pretest) where it may, and the quick start names the one line for everyone else.
-    expect(pkg.scripts.pretest).toBe('npm run build && tsx test/setup/install-tools.ts');
+    expect(pkg.scripts.pretest).toBe('tsx test/setup/install-tools.ts');
+    // The full suite (docs/testing.md) is every project at full depth, with the same tools.
+    expect(pkg.scripts['test:all']).toBe('TEST_DEPTH=full vitest run');
+    expect(pkg.scripts['pretest:all']).toBe(pkg.scripts.pretest);
     expect(readFileSync(join(ROOT, 'test/setup/install-tools.ts'), 'utf8')).toContain('TEST_TOOL_PACKAGES');
     const section = readFileSync(join(ROOT, 'README.md'), 'utf8').split(/^## Quick start$/m)[1] ?? '';
     expect(section, 'the quick start says what a non-root user installs').toContain(`sudo ${INSTALL_TEST_TOOLS}`);

@@ -2,7 +2,6 @@
 // pruning by retention, and the `history` command.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { fileURLToPath } from 'node:url';
 import { eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { pruneEvents, readTimeline } from '../../src/mapping/index.ts';
@@ -11,9 +10,9 @@ import { publishBatchCreated } from '../../src/intake/publish.ts';
 import { untilSynced } from '../helpers/batches.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarnessWithWorker } from '../helpers/use-harness.ts';
+import { BIN } from '../helpers/cli.ts';
 
 const run = promisify(execFile);
-const BIN = fileURLToPath(new URL('../../scripts/dev-cli.mjs', import.meta.url));
 const { h } = useHarnessWithWorker();
 
 describe('audit trail', () => {

@@ -12,6 +12,7 @@ import type { FieldProblem } from '../../src/intake/schema.ts';
 import { untilAllSynced } from '../helpers/batches.ts';
 import { publishDepsOf } from '../helpers/harness.ts';
 import { useHarnessWithWorker } from '../helpers/use-harness.ts';
+import { depth } from '../helpers/depth.ts';
 
 const FIELDS = ['batchId', 'name', 'subject'] as const;
 const RESERVED = ['_id', 'classId', 'joinMagicLink', 'namespace', 'userId'] as const;
@@ -257,7 +258,7 @@ describe('event intake under fuzzing', () => {
           if (!outcome.ok) checkRejection(outcome.problems, c.expect.field, `event ${i}`);
         });
       }),
-      params(40),
+      params(depth(15, 40)),
     );
     await allSynced(accepted);
   });
@@ -311,13 +312,13 @@ describe('event intake under fuzzing', () => {
           if (field === '(line)') expect(problems[0]!.reason).toMatch(/not valid JSON/);
         }
       }),
-      params(12),
+      params(depth(5, 12)),
     );
     await allSynced(accepted);
   });
 
   it('nothing rejected reached batch_classes; every class on the remote belongs to an accepted batch', async () => {
-    expect(badCount, 'malformed events tried').toBeGreaterThanOrEqual(1_000);
+    expect(badCount, 'malformed events tried').toBeGreaterThanOrEqual(depth(400, 1_000));
     const rows = await h.runtime.database.db.select({ batchId: batchClasses.batchId, className: batchClasses.className }).from(batchClasses);
     expect(rows).toHaveLength(goods.size);
     for (const row of rows) {

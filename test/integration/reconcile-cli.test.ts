@@ -1,15 +1,14 @@
 // `classroom-sync reconcile [--dry-run] [--json]` as a user runs it: a child process, real database,
 // real Redis, the sandbox over HTTP.
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { batchClasses } from '../../src/db/schema/index.ts';
 import type { ReconcileReport } from '../../src/reconcile/types.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { rowsOf } from '../helpers/batches.ts';
 import { useHarness } from '../helpers/use-harness.ts';
+import { BIN } from '../helpers/cli.ts';
 
-const BIN = fileURLToPath(new URL('../../scripts/dev-cli.mjs', import.meta.url));
 const { h } = useHarness({ env: { SYNC_STUCK_AFTER: '1m' } });
 
 beforeAll(async () => {

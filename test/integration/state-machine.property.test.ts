@@ -19,6 +19,7 @@ import { retryBatches } from '../../src/sync/retry-batches.ts';
 import { rowOf } from '../helpers/batches.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
+import { depth } from '../helpers/depth.ts';
 
 /** Where a runner stops for good (a crash) or for a while (a paused process: a "zombie"). */
 type PauseAt =
@@ -262,7 +263,7 @@ async function checkCase(c: Case): Promise<void> {
 
 describe('state machine under random faults, crashes and racing runners', () => {
   it('never two classes for a batch; exactly one at rest, stored as the remote has it', { timeout: 240_000 }, async () => {
-    const params: fc.Parameters<[Case]> = { numRuns: Number(process.env.FC_RUNS ?? 60), endOnFailure: !process.env.FC_SHRINK };
+    const params: fc.Parameters<[Case]> = { numRuns: Number(process.env.FC_RUNS ?? depth(20, 60)), endOnFailure: !process.env.FC_SHRINK };
     if (process.env.FC_SEED) params.seed = Number(process.env.FC_SEED);
     if (process.env.FC_PATH) params.path = process.env.FC_PATH;
     await fc.assert(fc.asyncProperty(caseArb, checkCase), params);

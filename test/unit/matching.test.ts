@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { InstituteListing } from '../../src/classroom/schemas.ts';
 import { matchName, normalizeName } from '../../src/sync/matching.ts';
 import { type ClaimsOnCandidates, decideResolution, findCandidates } from '../../src/sync/resolve.ts';
+import { depth } from '../helpers/depth.ts';
 
 const RULES = { minCut: 16 };
 const NO_CLAIMS: ClaimsOnCandidates = { mappedElsewhere: new Set<string>(), otherClaimants: [] };
@@ -172,7 +173,7 @@ describe('property: a listed rewriting of our name never licenses a second add-c
         const listing = listingOf(...others, kept);
         expect(decide(ours, listing).decision).not.toBe('create');
       }),
-      { numRuns: 5_000 },
+      { numRuns: depth(1_000, 5_000) },
     );
   });
 
@@ -185,7 +186,7 @@ describe('property: a listed rewriting of our name never licenses a second add-c
         const resolution = decide(ours, listing);
         if (resolution.decision === 'adopt') expect(resolution.classId).toBe(listing.classes[1]!._id);
       }),
-      { numRuns: 2_000 },
+      { numRuns: depth(500, 2_000) },
     );
   });
 });
