@@ -49,6 +49,8 @@ export default defineConfig({
     maxWorkers: WORKERS,
     globalSetup: ['test/setup/global.ts'],
     env: { LOG_LEVEL: 'silent', NODE_ENV: 'test' },
+    // `npm run test:coverage`: which lines of src/ the inner loop runs, by module (scripts/coverage-by-module.ts).
+    coverage: { provider: 'v8', include: ['src/**/*.ts'], reporter: ['text-summary', 'json-summary'] },
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: SYSTEM } },
