@@ -13,6 +13,7 @@ import type { PublishDeps } from '../intake/publish.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { Redis } from '../redis/connection.ts';
+import type { Clock } from '../support/clock.ts';
 import type { SyncQueue } from '../sync/queue.ts';
 import { createClientDirectory } from '../access/directory.ts';
 import { type TrustProxy, clientsOf } from '../access/settings.ts';
@@ -53,6 +54,11 @@ export interface HttpServerOptions {
   bodyLimitBytes?: number;
   /** Per dependency, for /readyz and the scrape-time gauges. */
   probeTimeoutMs?: number;
+  /**
+   * One clock for all the server times (a test's): the pacing of /metrics, the sign-in throttle, the
+   * dashboard's sessions. Unset, each uses its real one (src/support/clock.ts).
+   */
+  clock?: Clock;
 }
 
 export interface HttpServer {
@@ -101,7 +107,7 @@ export async function createHttpServer(deps: HttpServerDeps, options: HttpServer
   });
   const gate: Gate = { directory, throttle: createAuthThrottle(deps.redis, config.queuePrefix) };
   const metricsGuard = options.metricsAuth ? { onRequest: requireDashboard(gate, 'scrape /metrics') } : {};
-  registerMetricsRoute(app, { ...deps, extraQueues, probeTimeoutMs, logLevel: quietLevel, ...metricsGuard });
+  registerMetricsRoute(app, { ...deps, extraQueues, probeTimeoutMs, logLevel: quietLevel, ...metricsGuard, clock: options.clock });
   let dashboard: Dashboard | undefined;
   if (directory.size > 0) {
     dashboard = await registerOperatorRoutes(app, { ...deps, gate, extraQueues, bodyLimitBytes });
