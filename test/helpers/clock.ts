@@ -15,6 +15,8 @@ export interface ManualClock extends Clock {
   jump(ms: number): void;
   /** Sleeps and timers not yet due. */
   pending(): number;
+  /** How far off each of them is due, soonest first. */
+  dueIn(): number[];
 }
 
 interface Timer {
@@ -63,5 +65,6 @@ export function manualClock(start = 0): ManualClock {
       t += ms;
     },
     pending: () => timers.length,
+    dueIn: () => timers.map((timer) => timer.at - t).sort((a, b) => a - b),
   };
 }
