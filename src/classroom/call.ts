@@ -7,6 +7,7 @@ import { type ClassroomError, type ClassroomOperation, type FailureReason, NotSe
 import { LaneDeferredError, RateLimitWaitTooLongError } from '../ratelimit/errors.ts';
 import type { QueueLane } from '../mapping/index.ts';
 import { latestSendMs } from '../ratelimit/limiter.ts';
+import { type Clock, monotonicClock } from '../support/clock.ts';
 import { transportError } from './transport.ts';
 
 export interface CallRecord {
@@ -29,6 +30,8 @@ export interface ClassroomHooks {
    * window, see ratelimit/limiter.ts; default a minute's); a later one takes a fresh slot.
    */
   latestSendMs?: number;
+  /** What a slot's time and a call's duration are read by (default: the monotonic clock, as a `slotReady`'s time is). */
+  clock?: Pick<Clock, 'now'>;
 }
 
 export interface CallOptions {
@@ -41,7 +44,7 @@ export interface CallOptions {
   observe?: (call: CallRecord) => void;
   /**
    * A rate-limit slot reserved for this call already: wait for it instead of reserving another. It
-   * resolves with the time the slot came due (`performance.now()`): a call that reaches the remote
+   * resolves with the time the slot came due (by the hooks' clock, `performance.now()` by default): a call that reaches the remote
    * more than the limiter's headroom after that takes a fresh slot.
    */
   slotReady?: Promise<number>;
@@ -69,7 +72,8 @@ export function createCall(timeoutMs: number, hooks: ClassroomHooks): Call {
       hooks.afterCall?.(record);
       options.observe?.(record);
     };
-    const started = performance.now();
+    const clock = hooks.clock ?? monotonicClock;
+    const started = clock.now();
     let httpStatus: number | undefined;
     let bodyStatus: number | undefined;
     try {
@@ -84,11 +88,11 @@ export function createCall(timeoutMs: number, hooks: ClassroomHooks): Call {
       bodyStatus = typeof answer.body.status === 'number' ? answer.body.status : undefined;
       // `interpret` runs inside the call, so an answer we cannot use is reported as the failure it is.
       const result = interpret(answer);
-      report({ operation, outcome: 'ok', httpStatus, bodyStatus, durationMs: performance.now() - started });
+      report({ operation, outcome: 'ok', httpStatus, bodyStatus, durationMs: clock.now() - started });
       return result;
     } catch (error) {
       const classified = error as ClassroomError;
-      const durationMs = performance.now() - started;
+      const durationMs = clock.now() - started;
       const statuses = { httpStatus: classified.httpStatus ?? httpStatus, bodyStatus: classified.bodyStatus ?? bodyStatus };
       report({ operation, outcome: classified.kind, ...statuses, durationMs, error: classified.message });
       throw error;
@@ -108,7 +112,8 @@ async function beforeSending(operation: ClassroomOperation, hooks: ClassroomHook
   const { lane } = options;
   let slotAt = await (options.slotReady ?? takeSlot(operation, hooks, lane));
   const latest = hooks.latestSendMs ?? latestSendMs();
-  const late = () => hooks.beforeCall !== undefined && performance.now() - slotAt > latest;
+  const clock = hooks.clock ?? monotonicClock;
+  const late = () => hooks.beforeCall !== undefined && clock.now() - slotAt > latest;
   if (late()) slotAt = await takeSlot(operation, hooks, lane);
   if (!options.beforeSend) return;
   await options.beforeSend();
@@ -122,7 +127,7 @@ async function beforeSending(operation: ClassroomOperation, hooks: ClassroomHook
 async function takeSlot(operation: ClassroomOperation, hooks: ClassroomHooks, lane: QueueLane | undefined): Promise<number> {
   try {
     await hooks.beforeCall?.(operation, lane);
-    return performance.now();
+    return (hooks.clock ?? monotonicClock).now();
   } catch (error) {
     // A classified refusal (the credentials breaker is open) keeps its kind.
     if (isClassroomError(error)) throw error;

@@ -1,5 +1,6 @@
 // Errors below HTTP: did the request leave this process, and could the remote have acted on it?
 import { type ClassroomOperation, NotSentError, OutcomeUnknownError, type ClassroomError } from './errors.ts';
+import { type Clock, systemClock } from '../support/clock.ts';
 
 /** Failures that happen before a single byte of the request reaches the remote. */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ERR_INVALID_URL']);
@@ -34,11 +35,11 @@ function errorCode(error: unknown): string | undefined {
   return undefined;
 }
 
-/** `Retry-After` as seconds or an HTTP date; undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+/** `Retry-After` as seconds or an HTTP date (ms from now by `clock`, epoch ms); undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | null, clock: Pick<Clock, 'now'> = systemClock): number | undefined {
   if (!value) return undefined;
   const seconds = Number(value);
   if (Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);
   const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - clock.now());
 }

@@ -8,6 +8,7 @@ import { type Logger, processLogger } from '../logging/logger.ts';
 import { type Metrics, createMetrics } from '../metrics/metrics.ts';
 import { createReconciler } from '../reconcile/scheduler.ts';
 import { type Runtime, createRuntime, publishDepsOf } from '../runtime/runtime.ts';
+import type { Clock } from '../support/clock.ts';
 import { within } from '../support/timeout.ts';
 import { type SyncWorker, createSyncWorker } from '../sync/sync-worker.ts';
 import { type WebhookDelivery, startWebhookThread } from '../webhooks/index.ts';
@@ -17,6 +18,8 @@ export interface WorkerProcessOptions {
   metricsAuth?: boolean;
   /** Defaults to the one `createRuntime` makes from the config. */
   logger?: Logger;
+  /** The HTTP server's clock (a test's; HttpServerOptions.clock). */
+  clock?: Clock;
 }
 
 /** Everything one worker process runs; `stop()` is the SIGTERM path, usable without a signal. */
@@ -40,7 +43,8 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
   let http: HttpServer;
   let url: string;
   try {
-    http = await createHttpServer({ ...runtime, metrics, publish: publishDepsOf(runtime) }, { metricsAuth: options.metricsAuth === true });
+    const { metricsAuth = false, clock } = options;
+    http = await createHttpServer({ ...runtime, metrics, publish: publishDepsOf(runtime) }, { metricsAuth, ...(clock ? { clock } : {}) });
     // Listen before taking jobs: a port clash should stop a fresh process before it does any work.
     url = await http.listen().catch((error: unknown) => {
       throw portError(error, config.http.port);

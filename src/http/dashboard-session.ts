@@ -11,6 +11,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ClientDirectory } from '../access/directory.ts';
 import type { ApiClient } from '../access/roles.ts';
+import { type Clock, systemClock } from '../support/clock.ts';
 
 export const SESSION_COOKIE = 'classroom_sync_dashboard';
 export const SESSION_TTL_SECONDS = 12 * 3600;
@@ -22,21 +23,22 @@ export interface DashboardSession {
   verify(cookieHeader: string | undefined): ApiClient | undefined;
 }
 
-export function createDashboardSession(directory: ClientDirectory, now: () => number = Date.now): DashboardSession {
+/** `clock` (epoch ms) dates each session's expiry and tells whether it has passed. */
+export function createDashboardSession(directory: ClientDirectory, clock: Pick<Clock, 'now'> = systemClock): DashboardSession {
   const sign = (digest: string, name: string, expires: string) =>
     createHmac('sha256', digest).update(`dashboard-session:${name}:${expires}`).digest('base64url');
   return {
     issue(client, path, secure) {
       const known = directory.byName(client.name);
       if (!known) throw new Error(`client "${client.name}" is not in the directory; cannot issue its session`);
-      const expires = String(Math.floor(now() / 1000) + SESSION_TTL_SECONDS);
+      const expires = String(Math.floor(clock.now() / 1000) + SESSION_TTL_SECONDS);
       const attributes = [`Path=${path}`, `Max-Age=${SESSION_TTL_SECONDS}`, 'HttpOnly', 'SameSite=Strict', ...(secure ? ['Secure'] : [])];
       return [`${SESSION_COOKIE}=${client.name}.${expires}.${sign(known.digest, client.name, expires)}`, ...attributes].join('; ');
     },
     verify(cookieHeader) {
       const value = cookieValue(cookieHeader, SESSION_COOKIE);
       const [, name, expires, signature] = /^([A-Za-z0-9_.-]{1,64})\.(\d{1,12})\.([\w-]{43})$/.exec(value ?? '') ?? [];
-      if (name === undefined || expires === undefined || signature === undefined || Number(expires) * 1000 <= now()) return undefined;
+      if (name === undefined || expires === undefined || signature === undefined || Number(expires) * 1000 <= clock.now()) return undefined;
       const known = directory.byName(name);
       if (!known) return undefined;
       return timingSafeEqual(Buffer.from(signature), Buffer.from(sign(known.digest, name, expires))) ? known.client : undefined;

@@ -6,6 +6,7 @@ import type { Config } from '../config/config.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { createScrapeGuard } from '../metrics/scrape-guard.ts';
 import type { Redis } from '../redis/connection.ts';
+import type { Clock } from '../support/clock.ts';
 import type { SyncQueue } from '../sync/queue.ts';
 
 export interface MetricsRouteDeps {
@@ -22,6 +23,8 @@ export interface MetricsRouteDeps {
   logLevel: LogLevel;
   /** With --metrics-auth: the operator check. */
   onRequest?: onRequestHookHandler;
+  /** Paces the scrapes (default: the monotonic clock). */
+  clock?: Clock | undefined;
 }
 
 /**
@@ -42,6 +45,7 @@ export function registerMetricsRoute(app: FastifyInstance, deps: MetricsRouteDep
       accounts: config.accounts,
     }),
     timeoutMs: deps.probeTimeoutMs,
+    ...(deps.clock ? { clock: deps.clock } : {}),
   });
   app.addHook('onClose', () => scrape.close());
   app.get('/metrics', { logLevel: deps.logLevel, ...(onRequest ? { onRequest } : {}) }, async (_request, reply) => {

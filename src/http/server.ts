@@ -13,6 +13,7 @@ import type { PublishDeps } from '../intake/publish.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { Redis } from '../redis/connection.ts';
+import type { Clock } from '../support/clock.ts';
 import type { SyncQueue } from '../sync/queue.ts';
 import { createClientDirectory } from '../access/directory.ts';
 import { type TrustProxy, clientsOf } from '../access/settings.ts';
@@ -53,6 +54,11 @@ export interface HttpServerOptions {
   bodyLimitBytes?: number;
   /** Per dependency, for /readyz and the scrape-time gauges. */
   probeTimeoutMs?: number;
+  /**
+   * One clock for all the server times (a test's): the pacing of /metrics, the sign-in throttle, the
+   * dashboard's sessions. Unset, each uses its real one (src/support/clock.ts).
+   */
+  clock?: Clock;
 }
 
 export interface HttpServer {
@@ -99,12 +105,12 @@ export async function createHttpServer(deps: HttpServerDeps, options: HttpServer
     timeoutMs: probeTimeoutMs,
     logLevel: quietLevel,
   });
-  const gate: Gate = { directory, throttle: createAuthThrottle(deps.redis, config.queuePrefix) };
+  const gate: Gate = { directory, throttle: createAuthThrottle(deps.redis, config.queuePrefix, options.clock) };
   const metricsGuard = options.metricsAuth ? { onRequest: requireDashboard(gate, 'scrape /metrics') } : {};
-  registerMetricsRoute(app, { ...deps, extraQueues, probeTimeoutMs, logLevel: quietLevel, ...metricsGuard });
+  registerMetricsRoute(app, { ...deps, extraQueues, probeTimeoutMs, logLevel: quietLevel, ...metricsGuard, clock: options.clock });
   let dashboard: Dashboard | undefined;
   if (directory.size > 0) {
-    dashboard = await registerOperatorRoutes(app, { ...deps, gate, extraQueues, bodyLimitBytes });
+    dashboard = await registerOperatorRoutes(app, { ...deps, gate, extraQueues, bodyLimitBytes, clock: options.clock });
   } else {
     deps.logger.warn('neither API_TOKEN nor API_CLIENTS_FILE is set: serving only /healthz, /readyz and /metrics; the batch API and dashboard answer 503');
     for (const url of ['/v1/*', DASHBOARD_PATH, `${DASHBOARD_PATH}/*`]) app.all(url, disabledWithoutClients);
@@ -131,6 +137,8 @@ interface OperatorRouteDeps extends Pick<HttpServerDeps, 'config' | 'database' |
   gate: Gate;
   extraQueues: readonly Queue[];
   bodyLimitBytes: number;
+  /** Times the dashboard's sessions (default: the system clock). */
+  clock: Clock | undefined;
 }
 
 /** The batch API under /v1 (a client's bearer token) and the dashboard (a token or its session cookie); resolves with the dashboard. */
@@ -145,7 +153,7 @@ async function registerOperatorRoutes(app: FastifyInstance, deps: OperatorRouteD
       bodyLimitBytes: deps.bodyLimitBytes,
     });
   });
-  const session = createDashboardSession(deps.gate.directory);
+  const session = createDashboardSession(deps.gate.directory, deps.clock);
   return registerDashboard(app, {
     db: deps.database.db,
     syncQueue: deps.queue,

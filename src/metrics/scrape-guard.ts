@@ -9,6 +9,7 @@
 //   - Redis (queue counts, credentials breakers: cheap, and what the refused-key alert reads) is
 //     read for each answer.
 import { type Database, createDatabase } from '../db/client.ts';
+import { type Clock, monotonicClock } from '../support/clock.ts';
 import type { ScrapeSource } from './scrape-gauges.ts';
 import type { ScrapeSources } from './scrape.ts';
 import { paced, singleFlight } from './single-flight.ts';
@@ -31,6 +32,8 @@ export interface ScrapeGuardDeps {
   sources: () => Omit<ScrapeSources, 'db' | 'timeoutMs'>;
   /** Per source, and the connection's statement_timeout. */
   timeoutMs: number;
+  /** Times SCRAPE_REUSE_MS and SCRAPE_SPACING_MS (default: the monotonic clock). */
+  clock?: Clock;
 }
 
 export interface ScrapeGuard {
@@ -51,12 +54,17 @@ export function createScrapeGuard(deps: ScrapeGuardDeps): ScrapeGuard {
     database ??= openScrapeDatabase(deps.databaseUrl, deps.timeoutMs);
     await deps.refresh({ ...deps.sources(), db: database.db, timeoutMs: deps.timeoutMs }, [source]);
   };
-  const postgres = singleFlight(read('postgres'), SCRAPE_REUSE_MS);
+  const clock = deps.clock ?? monotonicClock;
+  const postgres = singleFlight(read('postgres'), SCRAPE_REUSE_MS, clock);
   const redis = read('redis');
-  const answer = paced(async () => {
-    await Promise.all([postgres(), redis()]);
-    return Buffer.from(await deps.render());
-  }, SCRAPE_SPACING_MS);
+  const answer = paced(
+    async () => {
+      await Promise.all([postgres(), redis()]);
+      return Buffer.from(await deps.render());
+    },
+    SCRAPE_SPACING_MS,
+    clock,
+  );
   return {
     answer,
     async close() {

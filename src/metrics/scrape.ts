@@ -7,6 +7,7 @@ import { countByAccount, countByState, laneStats, outbox } from '../read-model/i
 import type { Db } from '../db/client.ts';
 import type { CredentialsBreaker } from '../ratelimit/breaker.ts';
 import type { Redis } from '../redis/connection.ts';
+import { type Clock, systemClock } from '../support/clock.ts';
 import { TimeoutError, withTimeout } from '../support/timeout.ts';
 import { SCRAPE_SOURCES, type ScrapeGauges, type ScrapeSource } from './scrape-gauges.ts';
 
@@ -24,23 +25,26 @@ export interface ScrapeSources {
    * also cancel a statement after this long (a statement_timeout): waiting stops here, the work not.
    */
   timeoutMs?: number;
+  /** What a waiting job's age and the read's deadline are counted by: epoch ms, as BullMQ's times are (default: the system clock). */
+  clock?: Pick<Clock, 'now'>;
 }
 
 /** Reads `only` these sources (default both) into their gauges. Never throws: a failed source is counted. */
 export async function refreshScrapeGauges(gauges: ScrapeGauges, sources: ScrapeSources, only: readonly ScrapeSource[] = SCRAPE_SOURCES): Promise<void> {
   const timeoutMs = sources.timeoutMs ?? 2_000;
+  const clock = sources.clock ?? systemClock;
   const { batches, laneBatches, laneOldest, accountBatches, webhookPending, webhookOldest } = gauges;
   const { queueJobs, oldestWaiting, credentialsRefused, credentialsRefusedSince } = gauges;
   const refresh = {
     postgres: () =>
       refreshSource(gauges, 'postgres', timeoutMs, [batches, laneBatches, laneOldest, accountBatches, webhookPending, webhookOldest], {
-        load: () => readPostgres(sources, Date.now() + timeoutMs),
+        load: () => readPostgres(sources, clock, clock.now() + timeoutMs),
         apply: (value) => applyPostgres(gauges, value),
       }),
     redis: () =>
       refreshSource(gauges, 'redis', timeoutMs, [queueJobs, oldestWaiting, credentialsRefused, credentialsRefusedSince], {
         load: () => readRedis(sources),
-        apply: (value) => applyRedis(gauges, value),
+        apply: (value) => applyRedis(gauges, value, clock.now()),
       }),
   };
   await Promise.all(only.map((source) => refresh[source]()));
@@ -74,9 +78,9 @@ type RedisRead = Awaited<ReturnType<typeof readRedis>>;
  * the scrape stopped waiting: a blocked count leaves at most itself behind, ended by its
  * statement_timeout, never a queue of counts for the next scrape to wait behind.
  */
-async function readPostgres(sources: ScrapeSources, deadline: number) {
+async function readPostgres(sources: ScrapeSources, clock: Pick<Clock, 'now'>, deadline: number) {
   const next = <T>(read: () => Promise<T>): Promise<T> => {
-    if (Date.now() >= deadline) throw new TimeoutError('postgres: the scrape stopped waiting');
+    if (clock.now() >= deadline) throw new TimeoutError('postgres: the scrape stopped waiting');
     return read();
   };
   const counts = await next(() => countByState(sources.db));
@@ -103,8 +107,7 @@ function readRedis(sources: ScrapeSources) {
   return Promise.all([queueStats(sources), breakerStates(sources)]);
 }
 
-function applyRedis(gauges: ScrapeGauges, [perQueue, breakers]: RedisRead): void {
-  const now = Date.now();
+function applyRedis(gauges: ScrapeGauges, [perQueue, breakers]: RedisRead, now: number): void {
   for (const [queue, counts, readyAt] of perQueue) {
     for (const [state, n] of Object.entries(counts)) gauges.queueJobs.labels({ queue, state }).set(n);
     gauges.oldestWaiting.labels({ queue }).set(readyAt === undefined ? 0 : Math.max(0, now - readyAt) / 1000);

@@ -4,16 +4,18 @@
 //   - paced: a run starts at most once per `intervalMs`; a caller that comes sooner waits for the
 //     next run, which every caller waiting shares. Nothing served is older than its caller, and a
 //     storm of callers costs one run per interval.
+// Both time their intervals by the clock they are given (src/support/clock.ts).
+import { type Clock, monotonicClock } from '../support/clock.ts';
 
 /** Wraps `work` (which should not throw); the returned function resolves when a run recent enough has finished. */
-export function singleFlight(work: () => Promise<void>, reuseMs: number, now: () => number = Date.now): () => Promise<void> {
+export function singleFlight(work: () => Promise<void>, reuseMs: number, clock: Pick<Clock, 'now'> = monotonicClock): () => Promise<void> {
   let inFlight: Promise<void> | undefined;
   let startedAt = Number.NEGATIVE_INFINITY;
   return () => {
     if (inFlight) return inFlight;
     // From the start, not the end: a slow read must not stretch the interval between reads.
-    if (now() - startedAt < reuseMs) return Promise.resolve();
-    startedAt = now();
+    if (clock.now() - startedAt < reuseMs) return Promise.resolve();
+    startedAt = clock.now();
     const run = work().finally(() => {
       inFlight = undefined;
     });
@@ -23,7 +25,7 @@ export function singleFlight(work: () => Promise<void>, reuseMs: number, now: ()
 }
 
 /** Wraps `work`; the returned function resolves with the result of a run that started after it was called. */
-export function paced<T>(work: () => Promise<T>, intervalMs: number, clock: Clock = REAL_CLOCK): () => Promise<T> {
+export function paced<T>(work: () => Promise<T>, intervalMs: number, clock: Pick<Clock, 'now' | 'sleep'> = monotonicClock): () => Promise<T> {
   let current: Promise<T> | undefined;
   let queued: Promise<T> | undefined;
   let startedAt = Number.NEGATIVE_INFINITY;
@@ -48,14 +50,3 @@ export function paced<T>(work: () => Promise<T>, intervalMs: number, clock: Cloc
     return queued;
   };
 }
-
-export interface Clock {
-  now(): number;
-  /** Resolves after `ms` (at once when `ms` ≤ 0). */
-  sleep(ms: number): Promise<void>;
-}
-
-const REAL_CLOCK: Clock = {
-  now: Date.now,
-  sleep: (ms) => (ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve()),
-};

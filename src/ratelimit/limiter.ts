@@ -14,6 +14,7 @@
 import type { Result } from 'ioredis';
 import type { QueueLane } from '../mapping/index.ts';
 import type { Redis } from '../redis/connection.ts';
+import { type Clock, monotonicClock } from '../support/clock.ts';
 import { BreakerOpenError, LaneDeferredError, RateLimitWaitTooLongError } from './errors.ts';
 
 export { BreakerOpenError, LaneDeferredError, RateLimitError, RateLimitWaitTooLongError } from './errors.ts';
@@ -105,6 +106,8 @@ export interface RateLimiterOptions {
    * fresh slot taken by a caller that overslept the one it had (see `acquire`). Must not throw.
    */
   onReserve?: (lane: QueueLane, retake: boolean) => void;
+  /** What `acquire` sleeps until its slot by, and tells a late wake-up by (default: the monotonic clock). */
+  clock?: Clock;
 }
 
 const HEADROOM = 0.98;
@@ -122,7 +125,7 @@ export const latestSendMs = (windowMs = 60_000): number => windowMs * (1 - HEADR
 const ASK_SPREAD = 4;
 
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
-  const { redis, key, breakerKey = `${key}:breaker`, callsPerMinute, maxWaitMs = 30_000, liveHorizonMs, onWait, onReserve } = options;
+  const { redis, key, breakerKey = `${key}:breaker`, callsPerMinute, maxWaitMs = 30_000, liveHorizonMs, onWait, onReserve, clock = monotonicClock } = options;
   const latest = latestSendMs(options.windowMs);
   // One definition per connection, however many accounts' limiters share it.
   if (!Reflect.has(redis, 'classroomSyncReserve4')) redis.defineCommand('classroomSyncReserve4', { numberOfKeys: 3, lua: RESERVE });
@@ -152,13 +155,13 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         }
         if (reservation.waitMs === 0) return waited;
         onWait?.(reservation.waitMs);
-        const due = performance.now() + reservation.waitMs;
-        await new Promise((resolve) => setTimeout(resolve, reservation.waitMs));
+        const due = clock.now() + reservation.waitMs;
+        await clock.sleep(reservation.waitMs);
         waited += reservation.waitMs;
         // A stalled process wakes many callers at once, their slots long past: sent together they
         // would arrive as a burst. A caller that overslept its slot by more than one interval
         // takes a fresh slot instead (bounded, so it cannot starve).
-        if (performance.now() - due <= Math.max(Math.min(interval, latest), LATE_TOLERANCE_MS) || tries >= 3) return waited;
+        if (clock.now() - due <= Math.max(Math.min(interval, latest), LATE_TOLERANCE_MS) || tries >= 3) return waited;
       }
     },
     async pause(ms) {

@@ -5,6 +5,7 @@ import type { RecordContext } from './records.ts';
 import type { HangRegistry } from './respond.ts';
 import type { CallStats } from './stats.ts';
 import type { SandboxStore } from './store.ts';
+import type { Clock } from '../support/clock.ts';
 
 export interface SandboxContext {
   /** Every key accepted: the first is the primary one (`SandboxOptions.credentials`). */
@@ -19,6 +20,8 @@ export interface SandboxContext {
   hangs: HangRegistry;
   records: RecordContext;
   clock: () => number;
+  /** What latency and held requests wait by. */
+  timers: Pick<Clock, 'after'>;
   /**
    * Told of every remote call as it arrives, before latency and checks (chaos tests time kills by it,
    * and audit which batch each call is about).

@@ -4,6 +4,7 @@ import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from '../config/config.ts';
+import { type Clock, monotonicClock } from '../support/clock.ts';
 import { type SandboxAccount, keyStates } from './accounts.ts';
 import type { SandboxCredentials } from './auth.ts';
 import type { RequestListener, SandboxContext } from './context.ts';
@@ -44,6 +45,8 @@ export interface SandboxOptions {
   seed?: number | undefined;
   /** Epoch milliseconds; injectable so listing-delay, read-lag and refused-key tests need not sleep. */
   clock?: (() => number) | undefined;
+  /** What the latency, hang and lateEffect faults wait by (default: real timers); injectable likewise. */
+  timers?: Pick<Clock, 'after'> | undefined;
 }
 
 export interface RunningSandbox {
@@ -133,6 +136,7 @@ export async function startSandbox(options: SandboxOptions, listen: { port?: num
 function buildContext(options: SandboxOptions, linkBase: () => string) {
   let seed = options.seed ?? freshSeed();
   const clock = options.clock ?? Date.now;
+  const timers = options.timers ?? monotonicClock;
   const closing = new AbortController();
   // Every request in its latency sleep listens on this signal; hundreds at once are normal here.
   setMaxListeners(0, closing.signal);
@@ -157,12 +161,13 @@ function buildContext(options: SandboxOptions, linkBase: () => string) {
     store,
     faults,
     stats,
-    hangs: createHangRegistry(),
+    hangs: createHangRegistry(timers),
     records: {
       namespace: options.credentials.namespace,
       teacher: { _id: randomHex(mulberry32(deriveSeed(seed, 4)), 24), name: 'Sandbox Teacher' },
     },
     clock,
+    timers,
     requestListeners: new Set(),
     closing: closing.signal,
     seed: () => seed,

@@ -2,6 +2,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FaultKind } from './faults.ts';
+import type { Clock } from '../support/clock.ts';
 
 export interface Answer {
   status: number;
@@ -23,11 +24,11 @@ export interface HangRegistry {
   releaseAll(): void;
 }
 
-export function createHangRegistry(): HangRegistry {
-  const held = new Map<Socket, NodeJS.Timeout>();
-  const pending = new Set<NodeJS.Timeout>();
+export function createHangRegistry(timers: Pick<Clock, 'after'>): HangRegistry {
+  const held = new Map<Socket, () => void>();
+  const pending = new Set<() => void>();
   const release = (socket: Socket) => {
-    clearTimeout(held.get(socket));
+    held.get(socket)?.();
     held.delete(socket);
     socket.destroy();
   };
@@ -35,22 +36,22 @@ export function createHangRegistry(): HangRegistry {
     hold(socket, ms) {
       held.set(
         socket,
-        setTimeout(() => release(socket), ms),
+        timers.after(ms, () => release(socket)),
       );
       // The client giving up closes the socket: stop the timer then.
       socket.once('close', () => release(socket));
     },
     later(socket, ms, effect) {
-      const timer = setTimeout(() => {
-        pending.delete(timer);
+      const cancel = timers.after(ms, () => {
+        pending.delete(cancel);
         effect();
         socket.destroy();
-      }, ms);
-      pending.add(timer);
+      });
+      pending.add(cancel);
     },
     releaseAll() {
       for (const socket of [...held.keys()]) release(socket);
-      for (const timer of pending) clearTimeout(timer);
+      for (const cancel of pending) cancel();
       pending.clear();
     },
   };

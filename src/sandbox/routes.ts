@@ -44,7 +44,7 @@ async function pipeline(ctx: SandboxContext, op: SandboxOperation, run: Operatio
     for (const listener of ctx.requestListeners) listener(op, arriving);
   }
   const latency = ctx.faults.latencyMs();
-  if (latency > 0) await sleep(latency, ctx.closing);
+  if (latency > 0) await sleep(ctx, latency);
   if (ctx.closing.aborted) {
     reply.hijack();
     request.raw.socket.destroy();
@@ -177,12 +177,13 @@ const othersClass = (classId: string): Answer => failure(403, `classId: class ${
 /** A query parameter given once, else undefined (a repeated one arrives as an array). */
 const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
-/** Resolves after `ms`, or at once when the sandbox closes. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Resolves after `ms` by the sandbox's timers, or at once when the sandbox closes. */
+function sleep(ctx: SandboxContext, ms: number): Promise<void> {
+  const signal = ctx.closing;
   return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
+    const cancel = ctx.timers.after(ms, done);
     function done() {
-      clearTimeout(timer);
+      cancel();
       signal.removeEventListener('abort', done);
       resolve();
     }

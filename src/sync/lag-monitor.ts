@@ -1,4 +1,5 @@
 import { isNotFound } from '../classroom/errors.ts';
+import { type Clock, monotonicClock } from '../support/clock.ts';
 
 // How long the remote takes to show our own writes, measured all the time from the classes our
 // add-class calls were answered with (ms since the answer):
@@ -39,17 +40,18 @@ interface Sample {
 export class LagMonitor {
   private samples: Sample[] = [];
 
-  constructor(private readonly clock: () => number = () => performance.now()) {}
+  /** `clock` dates the samples, so the window forgets them (default: the monotonic clock). */
+  constructor(private readonly clock: Pick<Clock, 'now'> = monotonicClock) {}
 
   /** A write was not visible `lagMs` after its answer (a lower bound), or was visible by then (an upper bound); or a listing's freshness. */
   record(lagMs: number, source: LagSource = 'read'): void {
-    this.samples.push({ at: this.clock(), lagMs: Math.max(0, lagMs), source });
+    this.samples.push({ at: this.clock.now(), lagMs: Math.max(0, lagMs), source });
     if (this.samples.length > KEEP) this.samples.shift();
   }
 
   /** The window's samples, summarised. */
   estimate(): LagEstimate {
-    const since = this.clock() - LAG_WINDOW_MS;
+    const since = this.clock.now() - LAG_WINDOW_MS;
     if (this.samples.some((s) => s.at < since)) this.samples = this.samples.filter((s) => s.at >= since);
     let maxMs = 0;
     let samples = 0;

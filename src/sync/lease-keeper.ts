@@ -4,9 +4,10 @@
 // VM stall) and wakes after its lease ran out must not act as the owner: its writes are fenced by
 // the epoch (src/mapping), every remote call checks the lease's local deadline right before it
 // leaves (`assertOwned`), and the first renewal that fails stops the run at once (`signal` aborts
-// the call in flight).
+// the call in flight). All of it is timed by the clock it is given (the monotonic one by default).
 import type { Logger } from '../logging/logger.ts';
 import { LeaseLostError } from '../mapping/index.ts';
+import { type Clock, monotonicClock } from '../support/clock.ts';
 import { failureOf } from './errors.ts';
 
 export interface LeaseKeeperOptions {
@@ -15,8 +16,10 @@ export interface LeaseKeeperOptions {
   /** Renews the lease (a fenced write that extends it); throws when it cannot. */
   renew: () => Promise<unknown>;
   logger: Logger;
-  /** `performance.now()` when the statement that granted the lease was sent. */
+  /** When the statement that granted the lease was sent, by `clock`. */
   grantedAt: number;
+  /** What the deadline and the heartbeat are timed by (default: the monotonic clock). */
+  clock?: Clock;
 }
 
 /**
@@ -30,13 +33,16 @@ export class LeaseKeeper {
   /** When the last renewal that worked (or the grant, or a write of the run) was sent. */
   private renewedAt: number;
   private readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
+  private readonly clock: Clock;
+  /** Cancels the next beat. */
+  private cancelBeat: (() => void) | undefined;
   private lostWith: Error | undefined;
   private stopped = false;
   /** Writes of the run in flight: they renew (or release) the lease themselves, so no beat starts meanwhile. */
   private writing = 0;
 
   constructor(private readonly options: LeaseKeeperOptions) {
+    this.clock = options.clock ?? monotonicClock;
     this.deadline = options.grantedAt + options.leaseMs - guardOf(options.leaseMs);
     this.renewedAt = options.grantedAt;
     this.schedule();
@@ -52,7 +58,12 @@ export class LeaseKeeper {
     return this.lostWith;
   }
 
-  /** A write sent at `sentAt` (`performance.now()`) extended the lease by SYNC_LEASE. */
+  /** The keeper's clock: a write of the run reads its send time here, for `renewed`. */
+  now(): number {
+    return this.clock.now();
+  }
+
+  /** A write sent at `sentAt` (by the keeper's clock, `now()`) extended the lease by SYNC_LEASE. */
   renewed(sentAt: number): void {
     this.renewedAt = Math.max(this.renewedAt, sentAt);
     this.deadline = Math.max(this.deadline, sentAt + this.options.leaseMs - guardOf(this.options.leaseMs));
@@ -76,7 +87,7 @@ export class LeaseKeeper {
   /** Throws unless this run still owns the lease by its own clock: call it right before a request leaves. */
   assertOwned(): void {
     if (this.lostWith) throw this.lostWith;
-    if (performance.now() >= this.deadline) this.lose(new LeaseLostError(this.options.batchId));
+    if (this.clock.now() >= this.deadline) this.lose(new LeaseLostError(this.options.batchId));
     if (this.lostWith) throw this.lostWith;
   }
 
@@ -91,29 +102,27 @@ export class LeaseKeeper {
   /** The run is over: no more renewals. */
   stop(): void {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.cancelBeat?.();
   }
 
   /** The next beat: a third of SYNC_LEASE after the last renewal (a write of the run counts as one). */
   private schedule(): void {
     if (this.stopped) return;
-    const inMs = Math.max(0, this.renewedAt + this.options.leaseMs / 3 - performance.now());
-    this.timer = setTimeout(() => void this.beat(), inMs);
-    this.timer.unref();
+    this.beatIn(this.renewedAt + this.options.leaseMs / 3 - this.clock.now());
+  }
+
+  private beatIn(ms: number): void {
+    this.cancelBeat = this.clock.after(Math.max(0, ms), () => void this.beat());
   }
 
   private async beat(): Promise<void> {
     if (this.stopped || this.lostWith) return;
-    const sentAt = performance.now();
+    const sentAt = this.clock.now();
     // A process that was frozen past its deadline wakes here first: it stops, whatever the renewal says.
     if (sentAt >= this.deadline) return this.lose(new LeaseLostError(this.options.batchId));
     // A write of the run renewed it meanwhile, or is renewing it now: no statement needed yet.
     if (sentAt < this.renewedAt + this.options.leaseMs / 3) return this.schedule();
-    if (this.writing > 0) {
-      this.timer = setTimeout(() => void this.beat(), Math.max(10, this.options.leaseMs / 30));
-      this.timer.unref();
-      return;
-    }
+    if (this.writing > 0) return this.beatIn(Math.max(10, this.options.leaseMs / 30));
     try {
       await this.options.renew();
       this.renewed(sentAt);

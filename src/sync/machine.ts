@@ -17,6 +17,7 @@
 // has passed since the first was sent. A refused key is nobody's batch's fault: it waits, unchanged.
 import type { BatchKey, MappingRow } from '../mapping/index.ts';
 import * as mapping from '../mapping/index.ts';
+import { monotonicClock } from '../support/clock.ts';
 import { DeferError, NotVisibleYetError, PermanentSyncError } from './errors.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
 import { endRun } from './run-end.ts';
@@ -62,7 +63,7 @@ async function runOnce(deps: SyncDeps, key: BatchKey, attempt: number, options: 
   }
   const { lease } = acquired;
   const renew = () => mapping.touchLease(deps.db, lease, leaseMs);
-  const keeper = new LeaseKeeper({ leaseMs, batchId: key.batchId, renew, logger: deps.logger, grantedAt });
+  const keeper = new LeaseKeeper({ leaseMs, batchId: key.batchId, renew, logger: deps.logger, grantedAt, clock: deps.clock ?? monotonicClock });
   const run = new BatchRun(deps, lease, keeper, acquired.row, acquired.dbNow, { attempt, lastAttempt: options.lastAttempt === true }, options.firstSlot);
   try {
     const row = await runToCompletion(run);
@@ -83,14 +84,15 @@ async function runOnce(deps: SyncDeps, key: BatchKey, attempt: number, options: 
  */
 const IN_PLACE_LEASE_WAIT_MS = 1_500;
 
-/** The lease, and when the statement that granted it was sent (`performance.now()`). */
+/** The lease, and when the statement that granted it was sent (by the run's clock). */
 async function acquire(deps: SyncDeps, key: BatchKey, attempt: number): Promise<{ acquired: mapping.AcquireResult; grantedAt: number }> {
   const { leaseMs, requestTimeoutMs } = deps.settings;
+  const clock = deps.clock ?? monotonicClock;
   for (let waited = false; ; waited = true) {
-    const grantedAt = performance.now();
+    const grantedAt = clock.now();
     const acquired = await mapping.acquireLease(deps.db, key, deps.workerId, leaseMs, attempt, requestTimeoutMs);
     if (acquired.status !== 'busy' || waited || acquired.retryInMs > IN_PLACE_LEASE_WAIT_MS) return { acquired, grantedAt };
-    await new Promise((resolve) => setTimeout(resolve, acquired.retryInMs));
+    await clock.sleep(acquired.retryInMs);
   }
 }
 
@@ -103,7 +105,8 @@ const IN_RUN_LAG_WAIT_MS = 2_000;
  * behind every batch not yet started. A lost lease stops it between steps too.
  */
 async function runToCompletion(run: BatchRun): Promise<MappingRow> {
-  const waitUntil = performance.now() + IN_RUN_LAG_WAIT_MS;
+  const clock = run.deps.clock ?? monotonicClock;
+  const waitUntil = clock.now() + IN_RUN_LAG_WAIT_MS;
   let pause = 100;
   for (;;) {
     try {
@@ -111,8 +114,8 @@ async function runToCompletion(run: BatchRun): Promise<MappingRow> {
       run.keeper.assertOwned();
       await run.step();
     } catch (error) {
-      if (!(error instanceof NotVisibleYetError) || performance.now() + pause > waitUntil) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(pause, error.delayMs)));
+      if (!(error instanceof NotVisibleYetError) || clock.now() + pause > waitUntil) throw error;
+      await clock.sleep(Math.min(pause, error.delayMs));
       run.keeper.assertOwned();
       pause *= 2;
     }

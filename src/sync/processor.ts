@@ -9,6 +9,7 @@ import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
 import { BreakerOpenError } from '../ratelimit/errors.ts';
 import type { Reservation } from '../ratelimit/limiter.ts';
+import { type Clock, monotonicClock } from '../support/clock.ts';
 import { DeferError, type Failure, RunStoppedError, SyncError, failureOf, queueAction } from './errors.ts';
 import { type QueueLane, laneOfPriority, priorityOf, queueLaneOf } from './lanes.ts';
 import { runBatch } from './machine.ts';
@@ -30,7 +31,8 @@ const DEFAULT_OUTAGE_RETRY_MS = 5 * 60_000;
 const IN_PLACE_MS = 5_000;
 
 export function createSyncProcessor(processorDeps: ProcessorDeps) {
-  const unserved = warnOnce(processorDeps.logger);
+  const clock = processorDeps.clock ?? monotonicClock;
+  const unserved = warnOnce(processorDeps.logger, clock);
   return async function processSyncJob(job: SyncJob, token?: string): Promise<SyncResult> {
     const key = { instituteId: job.data.instituteId, batchId: job.data.batchId };
     const log = processorDeps.logger.child({ batchId: key.batchId, instituteId: key.instituteId, jobId: job.id });
@@ -46,7 +48,7 @@ export function createSyncProcessor(processorDeps: ProcessorDeps) {
         credentials: account.credentials,
         lagMonitor: account.lagMonitor,
       };
-      const slot = await slotForLane(account, job, processorDeps.sharedSlots === true);
+      const slot = await slotForLane(account, job, processorDeps.sharedSlots === true, clock);
       // On the last attempt the run itself records a failure that will not be retried, under its lease.
       const lastAttempt = attempt >= (job.opts.attempts ?? 1);
       const outcome = await runBatch(deps, key, attempt, { lastAttempt, ...(slot ? { firstSlot: slot.ready } : {}) });
@@ -123,17 +125,17 @@ export function laneOfJob(job: SyncJob): QueueLane {
  * shutdown are never held up for long. With several accounts it goes back to wait at once: the
  * worker slot may serve another account meanwhile.
  */
-async function slotForLane(deps: SyncAccount, job: SyncJob, shared: boolean): Promise<{ ready: Promise<number> } | undefined> {
+async function slotForLane(deps: SyncAccount, job: SyncJob, shared: boolean, clock: Clock): Promise<{ ready: Promise<number> } | undefined> {
   const lane = laneOfJob(job);
   if (lane !== 'operator' && lane !== 'backfill' && !(shared && lane === 'live')) return undefined;
-  const giveUpAt = performance.now() + (shared ? 0 : IN_PLACE_MS);
+  const giveUpAt = clock.now() + (shared ? 0 : IN_PLACE_MS);
   for (;;) {
     const reservation = await reserve(deps, lane);
     // Wrapped: an async function would wait for a promise it returned instead of handing it over.
     if (reservation.granted) return { ready: slotDue(reservation.waitMs) };
     const { retryInMs } = reservation;
-    if (performance.now() + retryInMs > giveUpAt) return defer(retryInMs, `the ${lane} lane waits for a rate-limit slot`, 'slot_wait', 'lane_deferred');
-    await new Promise((resolve) => setTimeout(resolve, retryInMs));
+    if (clock.now() + retryInMs > giveUpAt) return defer(retryInMs, `the ${lane} lane waits for a rate-limit slot`, 'slot_wait', 'lane_deferred');
+    await clock.sleep(retryInMs);
   }
 }
 
@@ -153,19 +155,22 @@ async function reserve(deps: SyncAccount, lane: QueueLane): Promise<Reservation>
   }
 }
 
-/** Resolves when a slot `waitMs` away comes due, with the time it did (`performance.now()`), however late the timer fires. */
+/**
+ * Resolves when a slot `waitMs` away comes due, with the time it did (`performance.now()`), however
+ * late the timer fires. Not the run's clock: src/classroom/call.ts compares it with its own.
+ */
 function slotDue(waitMs: number): Promise<number> {
   const due = performance.now() + waitMs;
   return new Promise((resolve) => setTimeout(() => resolve(due), waitMs));
 }
 
 /** One warning per institute no account serves, per process and ten minutes. */
-function warnOnce(logger: Logger): (instituteId: string) => void {
+function warnOnce(logger: Logger, clock: Clock): (instituteId: string) => void {
   const warned = new Map<string, number>();
   return (instituteId) => {
     const last = warned.get(instituteId);
-    if (last !== undefined && performance.now() - last < 600_000) return;
-    warned.set(instituteId, performance.now());
+    if (last !== undefined && clock.now() - last < 600_000) return;
+    warned.set(instituteId, clock.now());
     logger.warn(
       { instituteId },
       `no account serves institute ${instituteId}: its batches wait, unchanged; add it to an account's instituteIds in CLASSROOM_ACCOUNTS_FILE (or set CLASSROOM_INSTITUTE_ID) and restart`,

@@ -1,5 +1,5 @@
 // A run's view of the remote's read lag: the database's clock (read once with the lease, then
-// advanced locally) and how much of a SYNC_READ_LAG window that started at a write is left.
+// advanced by the run's own clock, the monotonic one unless it is given another) and how much of a SYNC_READ_LAG window that started at a write is left.
 //
 // SYNC_READ_LAG is the lag the operator expects, and within it waiting is silent. A remote may lag
 // longer than anyone expected, and the two conclusions a read invites cost far more when wrong than
@@ -8,22 +8,27 @@
 // windows have passed; in between, the batch waits (no attempt used) and each wait is logged as a
 // warning that names the setting to raise.
 import { isNotFound } from '../classroom/errors.ts';
+import { type Clock, monotonicClock } from '../support/clock.ts';
 import { DeferError, NotVisibleYetError, SyncError } from './errors.ts';
 
 /** How many SYNC_READ_LAG windows a read must keep missing a write before it is believed. */
 export const READ_LAG_PATIENCE = 10;
 
 export class ReadLag {
-  private readonly localStart = performance.now();
+  /** `clock`'s time when the database's clock read `startedAt`. */
+  private readonly localStart: number;
 
   constructor(
     private readonly startedAt: Date,
     private readonly readLagMs: number,
-  ) {}
+    private readonly clock: Pick<Clock, 'now'> = monotonicClock,
+  ) {
+    this.localStart = clock.now();
+  }
 
   /** The database's clock now. */
   now(): number {
-    return this.startedAt.getTime() + (performance.now() - this.localStart);
+    return this.startedAt.getTime() + (this.clock.now() - this.localStart);
   }
 
   /** When the run started, by the database's clock. */

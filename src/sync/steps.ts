@@ -45,7 +45,7 @@ export class BatchRun implements StepRun {
     this.log = deps.logger;
     this.lastAttempt = job.lastAttempt;
     this.journal = new Journal({ attempt: job.attempt, workerId: deps.workerId });
-    this.lag = new ReadLag(startedAt, deps.settings.readLagMs);
+    this.lag = new ReadLag(startedAt, deps.settings.readLagMs, deps.clock);
     this.eventRevision = row.revision;
   }
 
@@ -221,7 +221,7 @@ export class BatchRun implements StepRun {
   ): Promise<void> {
     const from = this.row.state;
     const events = this.journal.take(from, to, { classId: facts.classId ?? this.row.classId, error: facts.error ?? null, detail: facts.detail });
-    const sentAt = performance.now();
+    const sentAt = this.keeper.now();
     const progress = await this.keeper.whileWriting(() => operation(events));
     if (!progress) return;
     this.moveTo({ ...this.row, ...progress });

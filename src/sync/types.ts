@@ -4,6 +4,7 @@ import type { ClassroomClient } from '../classroom/client.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { BatchKey, BatchState, Db, MappingRow } from '../mapping/index.ts';
 import type { RateLimiter } from '../ratelimit/limiter.ts';
+import type { Clock } from '../support/clock.ts';
 import type { CredentialsGuard } from './credentials.ts';
 import type { LagMonitor } from './lag-monitor.ts';
 import type { NameRules } from './matching.ts';
@@ -46,6 +47,11 @@ export interface SyncDeps {
   credentials?: CredentialsGuard | undefined;
   /** The account's measured read lag: evidence for settling an unknown add-class (none: patience or a witness only). */
   lagMonitor?: LagMonitor | undefined;
+  /**
+   * What a run is timed by: its lease's deadline and heartbeat, the database's clock advanced from
+   * the lease grant (read lag, settling), and its waits in place. Default: the monotonic clock.
+   */
+  clock?: Clock | undefined;
 }
 
 /** One account as a sync run uses it: the batch's institute decides which (src/accounts). */

@@ -4,7 +4,7 @@
 // ClassroomSyncQueueStalled moves with the queue.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Queue, Worker } from 'bullmq';
+import { Job, Queue, Worker } from 'bullmq';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createMetrics } from '../../src/metrics/metrics.ts';
@@ -113,6 +113,9 @@ describe('classroom_sync_queue_oldest_waiting_seconds (ClassroomSyncQueueStalled
   const { h, defer } = useHarness();
   let queue: Queue;
   const metrics = createMetrics({ defaultMetrics: false });
+  /** Now, for the gauge: a fixed time, years before the jobs a worker really runs here. */
+  const T = Date.parse('2020-01-01T00:00:00Z');
+  let clock = { now: () => T };
 
   beforeAll(() => {
     const probe = new Queue('age-probe', { connection: h.runtime.redis, prefix: h.config.queuePrefix });
@@ -121,43 +124,35 @@ describe('classroom_sync_queue_oldest_waiting_seconds (ClassroomSyncQueueStalled
   });
 
   async function age(): Promise<number | undefined> {
-    await metrics.refresh({ db: h.runtime.database.db, queues: [queue] });
+    await metrics.refresh({ db: h.runtime.database.db, queues: [queue], clock });
     const gauge = await metrics.registry.getSingleMetric('classroom_sync_queue_oldest_waiting_seconds')!.get();
     return gauge.values.find((v) => v.labels.queue === 'age-probe')?.value;
   }
 
   it("is 0 with nothing waiting, the head job's age while jobs wait, and falls when the head is taken", async () => {
     expect(await age()).toBe(0);
-    const now = Date.now();
-    const old = await queue.add('old', {}, { timestamp: now - 600_000 });
-    await queue.add('newer', {}, { timestamp: now - 120_000 });
+    const old = await queue.add('old', {}, { timestamp: T - 600_000 });
+    await queue.add('newer', {}, { timestamp: T - 120_000 });
     // Later in the list, so not next in line; its age must not count.
-    const first = await age();
-    expect(first).toBeGreaterThanOrEqual(600);
-    expect(first).toBeLessThan(630);
+    expect(await age()).toBe(600);
 
     await old.remove();
-    const second = await age();
-    expect(second).toBeGreaterThanOrEqual(120);
-    expect(second).toBeLessThan(150);
+    expect(await age()).toBe(120);
 
     await queue.drain();
     expect(await age()).toBe(0);
   });
 
   it('counts a delayed (scheduled) job from when it became due, not from when it was added', async () => {
-    const now = Date.now();
-    const job = await queue.add('scheduled', {}, { timestamp: now - 3_600_000, delay: 3_600_000 - 30_000 });
+    const job = await queue.add('scheduled', {}, { timestamp: T - 3_600_000, delay: 3_600_000 - 30_000 });
     expect(await age()).toBe(0); // still delayed: not waiting
     await job.promote();
-    const value = await age();
-    expect(value).toBeGreaterThanOrEqual(30);
-    expect(value).toBeLessThan(60);
+    expect(await age()).toBe(30);
     await queue.drain(true);
   });
 
   it('counts a retried job from its last attempt, not from when it was first added', async () => {
-    const job = await queue.add('retried', {}, { timestamp: Date.now() - 3_600_000, attempts: 2, backoff: { type: 'fixed', delay: 3_600_000 } });
+    const job = await queue.add('retried', {}, { timestamp: T - 3_600_000, attempts: 2, backoff: { type: 'fixed', delay: 3_600_000 } });
     const connection = createRedis(h.config.redisUrl, 'worker');
     const worker = new Worker(
       'age-probe',
@@ -173,9 +168,14 @@ describe('classroom_sync_queue_oldest_waiting_seconds (ClassroomSyncQueueStalled
       connection.disconnect();
     }
     await job.promote();
-    const value = await age();
-    expect(value).toBeGreaterThanOrEqual(0);
-    expect(value).toBeLessThan(30);
+    // Five seconds after its attempt started, whenever that was: five seconds old, not years.
+    const attempted = (await Job.fromId(queue, job.id!))!.processedOn!;
+    clock = { now: () => attempted + 5_000 };
+    try {
+      expect(await age()).toBe(5);
+    } finally {
+      clock = { now: () => T };
+    }
     await queue.drain(true);
   });
 
@@ -183,8 +183,8 @@ describe('classroom_sync_queue_oldest_waiting_seconds (ClassroomSyncQueueStalled
     const stopped = new Queue('age-probe', { connection: createRedis('redis://127.0.0.1:1', 'producer'), prefix: h.config.queuePrefix });
     stopped.on('error', () => {});
     try {
-      await queue.add('waiting', {}, { timestamp: Date.now() - 60_000 });
-      expect(await age()).toBeGreaterThanOrEqual(60);
+      await queue.add('waiting', {}, { timestamp: T - 60_000 });
+      expect(await age()).toBe(60);
       await metrics.refresh({ db: h.runtime.database.db, queues: [stopped], timeoutMs: 300 });
       const gauge = await metrics.registry.getSingleMetric('classroom_sync_queue_oldest_waiting_seconds')!.get();
       expect(gauge.values).toEqual([]);

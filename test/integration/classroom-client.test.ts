@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config/config.ts';
 import { latestSendMs } from '../../src/ratelimit/limiter.ts';
 import { sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 import { start, useSandbox } from '../helpers/sandbox.ts';
+import { manualClock } from '../helpers/clock.ts';
 
 const sandbox = useSandbox();
 let client: ClassroomClient;
@@ -145,8 +146,13 @@ describe('classroom client, ports', () => {
 
 describe('classroom client, the last check before a request', () => {
   /** A client whose rate-limit hook records when it granted each slot. */
+  /**
+   * A client whose rate-limit slots are recorded, on a clock the test moves: a slow check is one
+   * that moves it (the client reads a slot's time and a check's length by it), so none sleeps.
+   */
   function slotted(latestSendMs?: number) {
     const events: string[] = [];
+    const clock = manualClock();
     const c = createClassroomClient(
       { ...base.classroom, baseUrl: sandbox.url },
       {
@@ -154,9 +160,10 @@ describe('classroom client, the last check before a request', () => {
         beforeCall: async (_operation, lane) => {
           events.push(`slot:${lane}`);
         },
+        clock,
       },
     );
-    return { client: c, events };
+    return { client: c, events, clock };
   }
   const input = { name: 'Checked', subject: 'Maths', instituteId: institute };
 
@@ -167,13 +174,13 @@ describe('classroom client, the last check before a request', () => {
     expect(sandbox.state().calls.byOperation.addClass?.calls).toBe(1);
   });
 
-  it('takes a fresh slot, and checks again, when the check outlasts the rate limit headroom (1.2 s)', { timeout: 10_000 }, async () => {
-    const { client: c, events } = slotted();
+  it('takes a fresh slot, and checks again, when the check outlasts the rate limit headroom (1.2 s)', async () => {
+    const { client: c, events, clock } = slotted();
     let checks = 0;
     const slowFirst = async () => {
       events.push('check');
       checks += 1;
-      if (checks === 1) await new Promise((resolve) => setTimeout(resolve, 1_300));
+      if (checks === 1) clock.jump(1_201);
     };
     const { classId } = await c.addClass(input, { lane: 'live', beforeSend: slowFirst });
     // The second slot is for a batch under way: its add-class intent is written.
@@ -182,40 +189,47 @@ describe('classroom client, the last check before a request', () => {
     expect(sandbox.store.get(classId)).toBeDefined();
   });
 
+  it('does not when the check ends within the headroom', async () => {
+    const { client: c, events, clock } = slotted();
+    await c.addClass(input, { lane: 'live', beforeSend: async () => void clock.jump(1_200) });
+    expect(events).toEqual(['slot:live']);
+  });
+
   it('uses a slot reserved earlier when it is on time, and takes a fresh one for a slot that came due more than 1.2 s ago', async () => {
-    const { client: c, events } = slotted();
+    const { client: c, events, clock } = slotted();
     const check = async () => void events.push('check');
-    await c.addClass(input, { lane: 'under_way', slotReady: Promise.resolve(performance.now() - 200), beforeSend: check });
+    clock.jump(10_000);
+    await c.addClass(input, { lane: 'under_way', slotReady: Promise.resolve(clock.now() - 200), beforeSend: check });
     expect(events).toEqual(['check']);
     events.length = 0;
     // A run whose PostgreSQL statements took that long after its slot came due: a fresh slot before the check, one check.
-    await c.addClass(input, { lane: 'under_way', slotReady: Promise.resolve(performance.now() - 1_500), beforeSend: check });
+    await c.addClass(input, { lane: 'under_way', slotReady: Promise.resolve(clock.now() - 1_500), beforeSend: check });
     expect(events).toEqual(['slot:under_way', 'check']);
     expect(sandbox.state().calls.byOperation.addClass?.calls).toBe(2);
   });
 
-  it("holds the check to the remote's own window: 2% of a 10 s window is 200 ms", { timeout: 10_000 }, async () => {
-    const { client: c, events } = slotted(latestSendMs(10_000));
+  it("holds the check to the remote's own window: 2% of a 10 s window is 200 ms", async () => {
+    const { client: c, events, clock } = slotted(latestSendMs(10_000));
     let checks = 0;
     const slowFirst = async () => {
       events.push('check');
       checks += 1;
       // Well inside a minute's 1.2 s, well past a 10 s window's 200 ms.
-      if (checks === 1) await new Promise((resolve) => setTimeout(resolve, 500));
+      if (checks === 1) clock.jump(500);
     };
     await c.addClass(input, { lane: 'live', beforeSend: slowFirst });
     expect(events).toEqual(['slot:live', 'check', 'slot:under_way', 'check']);
     // The same check under a minute's window is on time: one slot.
     const minute = slotted();
-    await minute.client.addClass(input, { lane: 'live', beforeSend: async () => void (await new Promise((resolve) => setTimeout(resolve, 500))) });
+    await minute.client.addClass(input, { lane: 'live', beforeSend: async () => void minute.clock.jump(500) });
     expect(minute.events).toEqual(['slot:live']);
   });
 
-  it('sends a second slow check as it is, rather than never', { timeout: 10_000 }, async () => {
-    const { client: c, events } = slotted();
+  it('sends a second slow check as it is, rather than never', async () => {
+    const { client: c, events, clock } = slotted();
     const slow = async () => {
       events.push('check');
-      await new Promise((resolve) => setTimeout(resolve, 1_300));
+      clock.jump(1_300);
     };
     await c.addClass(input, { lane: 'live', beforeSend: slow });
     expect(events).toEqual(['slot:live', 'check', 'slot:under_way', 'check']);

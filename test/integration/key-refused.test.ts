@@ -189,8 +189,17 @@ describe('a key refused from the first call', () => {
     await publishBatches(publishDepsOf(harness), events);
 
     await waitFor(async () => harness.runtime.remotes.default.breaker.state(), 'the breaker to open on a confirmed 403', 10_000);
-    // Let the fleet sit refused for a while: probes keep failing, batches keep waiting.
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Let the fleet sit refused for a while: three probes fail, and the batches keep waiting.
+    const probes = new Set<string>();
+    await waitFor(
+      async () => {
+        const probedAt = (await harness.runtime.remotes.default.breaker.state())?.lastProbeAt;
+        if (probedAt) probes.add(probedAt.toISOString());
+        return probes.size >= 3;
+      },
+      'three failed probes',
+      20_000,
+    );
     const waiting = await rowsOf(harness);
     expect(waiting.map((r) => r.state).filter((s) => s !== 'pending')).toEqual([]);
     expect(waiting.every((r) => r.attempts <= 1 && r.lastError === null)).toBe(true);

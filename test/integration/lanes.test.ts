@@ -38,11 +38,12 @@ describe('a backfill running at the rate limit', () => {
     syncWorker(h.runtime);
     await waitFor(async () => (await rowsOf(h)).filter((r) => r.state === 'synced').length >= 10 || undefined, 'the backfill to be running');
 
+    // Live batches arrive one after another while the backfill runs: each once the one before is under way.
     const live: string[] = [];
     for (const event of events('live', 6)) {
       await publishBatches(deps, [event]);
       live.push(event.batchId);
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      await waitFor(async () => (await rowsOf(h, [event.batchId]))[0]?.state !== 'pending' || undefined, `${event.batchId} under way`);
     }
     const synced = await untilAllSynced(h, live, 30_000);
     const all = await rowsOf(h);

@@ -1,11 +1,14 @@
 // How the lanes share one budget (src/ratelimit/limiter.ts), against real Redis: a live call may
 // reserve a slot far ahead, a backfill call only the next one, operator work two; a refused lower
-// lane is told when to ask again, and callers of one lane are spread one slot apart.
+// lane is told when to ask again, and callers of one lane are spread one slot apart. Slots are
+// Redis's time; how long a caller sleeps until one, and how late it wakes, is a clock's it is given.
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LaneDeferredError, createRateLimiter } from '../../src/ratelimit/limiter.ts';
+import { LaneDeferredError, type RateLimiterOptions, createRateLimiter } from '../../src/ratelimit/limiter.ts';
 import { createRedis } from '../../src/redis/connection.ts';
-import { REDIS_URL } from '../helpers/harness.ts';
+import { type Clock, monotonicClock } from '../../src/support/clock.ts';
+import { manualClock } from '../helpers/clock.ts';
+import { REDIS_URL, waitFor } from '../helpers/harness.ts';
 
 const redis = createRedis(REDIS_URL, 'worker');
 afterAll(async () => {
@@ -15,7 +18,26 @@ afterAll(async () => {
 // 60 calls a minute at 98%: one slot every ~1,020 ms. What a caller is told is a slot's time less
 // the time since it was reserved, so each check allows SLACK of Redis round trips and scheduling
 // between calls (at 600 a minute, ~100 ms slots left a loaded machine too little room).
-const fresh = () => createRateLimiter({ redis, key: `cs-test-lanes-${randomBytes(4).toString('hex')}`, callsPerMinute: 60 });
+const fresh = (options: Partial<RateLimiterOptions> = {}) =>
+  createRateLimiter({ redis, key: `cs-test-lanes-${randomBytes(4).toString('hex')}`, callsPerMinute: 60, ...options });
+
+/**
+ * The real clock, except that its first sleep wakes `lateBy` ms late by its own reading: a process
+ * stalled that long (frozen, or its event loop held) past a slot it was sleeping until.
+ */
+function wakesLateOnce(lateBy: number): Clock {
+  let skew = 0;
+  let stalled = false;
+  return {
+    now: () => monotonicClock.now() + skew,
+    async sleep(ms) {
+      await monotonicClock.sleep(ms);
+      if (!stalled) skew += lateBy;
+      stalled = true;
+    },
+    after: monotonicClock.after,
+  };
+}
 const INTERVAL = 60_000 / (60 * 0.98);
 const SLACK = 250;
 
@@ -61,13 +83,24 @@ describe('rate-limit lanes', () => {
     expect(!operator.granted && operator.retryInMs).toBeLessThan(retries[0]!);
   });
 
-  it('acquire() of a lower lane throws LaneDeferredError instead of waiting; a live acquire waits', async () => {
-    const limiter = fresh();
+  it('acquire() of a lower lane throws LaneDeferredError instead of waiting; a live acquire waits until its slot', async () => {
+    const clock = manualClock();
+    const limiter = fresh({ clock });
     for (let i = 0; i < 3; i += 1) await limiter.reserve('live');
     await expect(limiter.acquire('backfill')).rejects.toBeInstanceOf(LaneDeferredError);
-    const started = performance.now();
-    await limiter.acquire('live');
-    expect(performance.now() - started).toBeGreaterThan(2 * INTERVAL);
+    expect(clock.pending()).toBe(0);
+    let acquired = false;
+    const live = limiter.acquire('live').finally(() => {
+      acquired = true;
+    });
+    await waitFor(() => clock.pending() === 1, 'the live caller to sleep until its slot');
+    // Behind the three slots taken, less the time the asks took.
+    const [wait = 0] = clock.dueIn();
+    expect(wait).toBeGreaterThan(2 * INTERVAL);
+    await clock.advance(wait - 1);
+    expect(acquired).toBe(false);
+    await clock.advance(1);
+    expect(await live).toBe(wait);
   });
 
   it('a caller that oversleeps its slot takes a fresh one, reported as a retake', async () => {
@@ -76,20 +109,10 @@ describe('rate-limit lanes', () => {
     // left no wait at all, and nothing to oversleep).
     const interval = 60_000 / (120 * 0.98);
     const granted: [string, boolean][] = [];
-    let stalled = false;
-    // Once it sleeps until its slot, the event loop is held two slots past it, as in a stalled process.
-    const onWait = (ms: number) => {
-      if (stalled) return;
-      stalled = true;
-      const until = performance.now() + ms + 2 * interval;
-      setImmediate(() => {
-        while (performance.now() < until) {
-          // busy: no timer can fire
-        }
-      });
-    };
+    // It wakes two slots past the slot it slept until, as a stalled process does.
+    const clock = wakesLateOnce(2 * interval);
     const key = `cs-test-lanes-${randomBytes(4).toString('hex')}`;
-    const limiter = createRateLimiter({ redis, key, callsPerMinute: 120, onWait, onReserve: (lane, retake) => granted.push([lane, retake]) });
+    const limiter = createRateLimiter({ redis, key, callsPerMinute: 120, clock, onReserve: (lane, retake) => granted.push([lane, retake]) });
     await limiter.acquire('live');
     await limiter.acquire('live');
     expect(granted).toEqual([
@@ -103,20 +126,10 @@ describe('rate-limit lanes', () => {
     // 40 a minute: a slot every 1.53 s, longer than the 1.2 s a remote counting per minute leaves us.
     const interval = 60_000 / (40 * 0.98);
     const granted: boolean[] = [];
-    let stalled = false;
-    const onWait = (ms: number) => {
-      if (stalled) return;
-      stalled = true;
-      // Held until 1.4 s past the slot: within one slot, past the headroom.
-      const until = performance.now() + ms + 1_400;
-      setImmediate(() => {
-        while (performance.now() < until) {
-          // busy: no timer can fire
-        }
-      });
-    };
+    // It wakes 1.4 s past its slot: within one slot, past the headroom.
+    const clock = wakesLateOnce(1_400);
     const key = `cs-test-lanes-${randomBytes(4).toString('hex')}`;
-    const limiter = createRateLimiter({ redis, key, callsPerMinute: 40, onWait, onReserve: (_lane, retake) => granted.push(retake) });
+    const limiter = createRateLimiter({ redis, key, callsPerMinute: 40, clock, onReserve: (_lane, retake) => granted.push(retake) });
     await limiter.acquire('live');
     await limiter.acquire('live');
     expect(1_400).toBeLessThan(interval);

@@ -1,20 +1,43 @@
 // The /metrics guard: however many scrapes arrive at once, PostgreSQL is counted once per
 // SCRAPE_REUSE_MS, on a connection of the scrape's own with a statement_timeout, never on the sync
-// jobs' pool. Real HTTP over loopback against a worker process; conditions are waited for, and the
-// only bound on time is the contract itself ("at most one read per SCRAPE_REUSE_MS").
+// jobs' pool. Real HTTP over loopback against a worker process; conditions are waited for. The
+// worker's scrapes are paced by a clock of the test's, which counts only the time the guard slept:
+// the bound "at most one read per SCRAPE_REUSE_MS" is checked on that clock, never on the wall's
+// (test/unit/scrape-pacing.test.ts checks the pacing itself, exactly, on a clock moved by hand).
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { SCRAPE_APPLICATION_NAME, SCRAPE_REUSE_MS } from '../../src/metrics/scrape-guard.ts';
-import { type Clock, paced, singleFlight } from '../../src/metrics/single-flight.ts';
 import type { Metrics } from '../../src/metrics/metrics.ts';
+import { type Clock, monotonicClock } from '../../src/support/clock.ts';
 import { untilAllSynced } from '../helpers/batches.ts';
 import { waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 import { type Answer, BEARER, call, startTestWorker, useTestWorker } from './http-helpers.ts';
 
+/**
+ * Sleeps as long as asked, for real (the pacing stays what a scraper meets), but its time moves
+ * only by those sleeps: how much time the guard was given to pace by, whatever the machine's load.
+ */
+function sleptClock(): Clock {
+  let t = 0;
+  return {
+    now: () => t,
+    async sleep(ms) {
+      await monotonicClock.sleep(ms);
+      t += Math.max(0, ms);
+    },
+    after: (ms, fn) =>
+      monotonicClock.after(ms, () => {
+        t += Math.max(0, ms);
+        fn();
+      }),
+  };
+}
+
+const clock = sleptClock();
 const harness = useHarness();
 const { h } = harness;
-const w = useTestWorker(harness);
+const w = useTestWorker(harness, {}, { clock });
 
 const SCRAPERS = 100;
 
@@ -52,8 +75,8 @@ function scrapers(url: string): { stop(): Promise<Answer[]> } {
   };
 }
 
-/** The contract: at most one PostgreSQL read per SCRAPE_REUSE_MS, counted from the first. */
-const allowedReads = (elapsedMs: number) => 1 + Math.floor(elapsedMs / SCRAPE_REUSE_MS);
+/** The contract: at most one PostgreSQL read per SCRAPE_REUSE_MS of the guard's clock, counted from the first. */
+const allowedReads = (sinceMs: number) => 1 + Math.floor((clock.now() - sinceMs) / SCRAPE_REUSE_MS);
 
 /** The connections to the harness's database, as PostgreSQL sees them. */
 async function activity(): Promise<{ application_name: string; state: string; wait_event_type: string | null; query: string }[]> {
@@ -63,87 +86,6 @@ async function activity(): Promise<{ application_name: string; state: string; wa
   );
   return rows;
 }
-
-describe('singleFlight', () => {
-  it('runs once for callers that arrive together, and serves that run for reuseMs after it started', async () => {
-    let clock = 1_000;
-    let runs = 0;
-    let finish = () => {};
-    const guarded = singleFlight(
-      () => {
-        runs += 1;
-        return new Promise<void>((resolve) => {
-          finish = resolve;
-        });
-      },
-      5_000,
-      () => clock,
-    );
-    const waiting = Array.from({ length: 10 }, () => guarded());
-    expect(runs).toBe(1);
-    finish();
-    await Promise.all(waiting);
-    clock += 4_999;
-    await guarded();
-    expect(runs).toBe(1);
-    clock += 1;
-    const next = guarded();
-    expect(runs).toBe(2);
-    finish();
-    await next;
-  });
-});
-
-describe('paced', () => {
-  /** A clock whose sleeps pass at once, recording how long each would have been. */
-  function fakeClock(): Clock & { t: number; sleeps: number[] } {
-    const clock = {
-      t: 0,
-      sleeps: [] as number[],
-      now: () => clock.t,
-      sleep: async (ms: number) => {
-        clock.sleeps.push(ms);
-        clock.t += Math.max(0, ms);
-      },
-    };
-    return clock;
-  }
-
-  it('runs at once when the last run is older than intervalMs; sooner, callers wait for the next run and share it', async () => {
-    const clock = fakeClock();
-    let runs = 0;
-    const answer = paced(async () => ++runs, 500, clock);
-    expect(await answer()).toBe(1);
-    clock.t += 100;
-    expect(await Promise.all([answer(), answer(), answer()])).toEqual([2, 2, 2]);
-    expect(clock.sleeps).toEqual([400]);
-    clock.t += 500;
-    expect(await answer()).toBe(3);
-    expect(clock.sleeps).toEqual([400]);
-  });
-
-  it('gives a caller that comes while a run is in flight the next run, never the one that began before it', async () => {
-    const clock = fakeClock();
-    let runs = 0;
-    const finishers: (() => void)[] = [];
-    const answer = paced(
-      () =>
-        new Promise<number>((resolve) => {
-          const run = ++runs;
-          finishers.push(() => resolve(run));
-        }),
-      500,
-      clock,
-    );
-    const first = answer();
-    const second = answer();
-    finishers[0]!();
-    expect(await first).toBe(1);
-    await waitFor(() => finishers.length === 2, 'the second run to start');
-    finishers[1]!();
-    expect(await second).toBe(2);
-  });
-});
 
 describe('/metrics under many scrapers', () => {
   it(`answers ${SCRAPERS} scrapes at once from one PostgreSQL read, made on the scrape's own connection`, async () => {
@@ -155,9 +97,8 @@ describe('/metrics under many scrapers', () => {
     );
 
     const before = await refreshes(w.metrics, 'postgres');
-    const started = Date.now();
+    const started = clock.now();
     const answers = await storm(w.url);
-    const elapsed = Date.now() - started;
     for (const answer of answers) {
       expect(answer.status).toBe(200);
       expect(answer.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -165,7 +106,7 @@ describe('/metrics under many scrapers', () => {
     }
     const reads = (await refreshes(w.metrics, 'postgres')) - before;
     expect(reads).toBeGreaterThanOrEqual(1);
-    expect(reads).toBeLessThanOrEqual(allowedReads(elapsed));
+    expect(reads).toBeLessThanOrEqual(allowedReads(started));
 
     // The counts ran on one connection of the scrape's own: a pool of one, with a statement_timeout.
     const scrapeConnections = (await activity()).filter((a) => a.application_name === SCRAPE_APPLICATION_NAME);
@@ -175,7 +116,7 @@ describe('/metrics under many scrapers', () => {
 
   it('keeps syncing batches published while the scrapers run, and reads PostgreSQL at most once per SCRAPE_REUSE_MS', async () => {
     const before = await refreshes(w.metrics, 'postgres');
-    const started = Date.now();
+    const started = clock.now();
     const running = scrapers(w.url);
     let answers: Answer[];
     try {
@@ -188,10 +129,9 @@ describe('/metrics under many scrapers', () => {
     } finally {
       answers = await running.stop();
     }
-    const elapsed = Date.now() - started;
     expect(answers.filter((a) => a.status !== 200)).toEqual([]);
     expect(answers.length).toBeGreaterThanOrEqual(SCRAPERS);
-    expect((await refreshes(w.metrics, 'postgres')) - before).toBeLessThanOrEqual(allowedReads(elapsed));
+    expect((await refreshes(w.metrics, 'postgres')) - before).toBeLessThanOrEqual(allowedReads(started));
   });
 
   it('answers while a count is blocked by a lock; PostgreSQL cancels the count, and the sync pool stays free', async () => {

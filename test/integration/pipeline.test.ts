@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { publishBatchCreated, publishBatches } from '../../src/intake/publish.ts';
 import { InvalidEventError } from '../../src/intake/schema.ts';
+import { jobIdFor } from '../../src/sync/keys.ts';
 import { rowOf, rowsOf, untilAllSynced, untilSynced } from '../helpers/batches.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarnessWithWorker } from '../helpers/use-harness.ts';
@@ -48,8 +49,13 @@ describe('core pipeline', () => {
 
   it('a duplicate event for a synced batch makes no remote call', async () => {
     const before = JSON.stringify(h.sandbox.state().calls);
-    await publishBatchCreated(publishDepsOf(h), { batchId: 'b-3', name: 'Batch 3', subject: 'Maths' });
-    await new Promise((r) => setTimeout(r, 300));
+    const outcome = await publishBatchCreated(publishDepsOf(h), { batchId: 'b-3', name: 'Batch 3', subject: 'Maths' });
+    // Nothing queued, so nothing will run for it: no job of it waits in either queue.
+    expect(outcome).toMatchObject({ duplicate: true, state: 'synced', queued: false });
+    const jobId = jobIdFor({ instituteId: h.config.classroom.instituteId, batchId: 'b-3' });
+    for (const queue of [h.runtime.queue, h.runtime.queue.background]) {
+      expect(['waiting', 'prioritized', 'delayed', 'active']).not.toContain(await (await queue.getJob(jobId))?.getState());
+    }
     expect(JSON.stringify(h.sandbox.state().calls)).toBe(before);
   });
 

@@ -1,8 +1,10 @@
 // One budget of remote calls per API key, shared by every worker process through Redis.
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { createRateLimiter } from '../../src/ratelimit/limiter.ts';
 import { createRedis } from '../../src/redis/connection.ts';
+import { manualClock } from '../helpers/clock.ts';
 import { untilAllSynced } from '../helpers/batches.ts';
 import { publishDepsOf, REDIS_URL, waitFor } from '../helpers/harness.ts';
 import { useHarnessPerTest } from '../helpers/use-harness.ts';
@@ -53,20 +55,33 @@ describe('shared rate limit', () => {
     const redisB = createRedis(REDIS_URL, 'worker');
     each.defer(() => redisA.quit());
     each.defer(() => redisB.quit());
-    const key = `cs-test-limiter-${Date.now()}`;
+    const key = `cs-test-limiter-${randomBytes(4).toString('hex')}`;
     each.defer(() => redisA.del(key));
+    // b sleeps until its slot on a clock the test moves: the pause is seen in how long b is told to wait.
+    const clock = manualClock();
     const a = createRateLimiter({ redis: redisA, key, callsPerMinute: 600_000 });
-    const b = createRateLimiter({ redis: redisB, key, callsPerMinute: 600_000 });
-    expect(await b.acquire()).toBeLessThan(50);
+    const b = createRateLimiter({ redis: redisB, key, callsPerMinute: 600_000, clock });
+    // A fresh budget: the first slot is now, no sleep.
+    expect(await b.acquire()).toBe(0);
     // Long enough that Redis round trips between the pause and b's reservation cannot eat it.
     await a.pause(2_000);
-    expect(await b.acquire()).toBeGreaterThanOrEqual(1_500);
+    let acquired = false;
+    const held = b.acquire().finally(() => {
+      acquired = true;
+    });
+    await waitFor(() => clock.pending() === 1, 'b to sleep until its slot');
+    const [wait = 0] = clock.dueIn();
+    expect(wait).toBeGreaterThanOrEqual(1_500);
+    await clock.advance(wait - 1);
+    expect(acquired).toBe(false);
+    await clock.advance(1);
+    expect(await held).toBe(wait);
   });
 
   it('refuses a slot further away than its maximum wait, without reserving it', async () => {
     const redis = createRedis(REDIS_URL, 'worker');
     each.defer(() => redis.quit());
-    const key = `cs-test-limiter-max-${Date.now()}`;
+    const key = `cs-test-limiter-max-${randomBytes(4).toString('hex')}`;
     each.defer(() => redis.del(key));
     const limiter = createRateLimiter({ redis, key, callsPerMinute: 60, maxWaitMs: 100 });
     await limiter.acquire();

@@ -39,8 +39,10 @@ describe('recovery', () => {
     await publishBatches(publishDepsOf(h), events('outage', 12));
     each.syncWorker(h.runtime);
     await waitFor(async () => (await rowsOf(h)).every((r) => r.attempts === 2 && r.lastError !== null) || undefined, 'every attempt used', 20_000);
-    // Well past the attempts: nothing failed, each batch keeps its last error for status to show.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // Well past the attempts (the remote has been called twice more per batch since): nothing
+    // failed, each batch keeps its last error for status to show.
+    const spent = h.sandbox.state({ classes: false }).calls.totalCalls;
+    await waitFor(() => h.sandbox.state({ classes: false }).calls.totalCalls >= spent + 2 * 12, 'the batches to be tried again past their attempts', 20_000);
     const during = await rowsOf(h);
     expect(during.filter((r) => r.state === 'failed')).toEqual([]);
     expect(new Set(during.map((r) => r.lastErrorKind))).toEqual(new Set(['outcome_unknown']));
@@ -109,8 +111,9 @@ describe('recovery', () => {
     const worker = each.syncWorker(runtime);
     const refused = await waitFor(() => runtime.remotes.default.breaker.state(), 'the credentials breaker to open');
     expect(refused.reason).toMatch(cause);
-    // Give the wrong key time to do damage: it must write nothing off and create nothing.
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Give the wrong key time to do damage (three more of its calls refused): it must write nothing off and create nothing.
+    const refusedSoFar = h.sandbox.state({ classes: false }).calls.totalCalls;
+    await waitFor(() => h.sandbox.state({ classes: false }).calls.totalCalls >= refusedSoFar + 3, 'three more calls with the wrong key');
     for (const row of (await states(h)).rows) {
       expect(row).toMatchObject({ state: 'pending', lastError: null, classId: null });
       expect(row.attempts).toBeLessThanOrEqual(1);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type FaultKind, mixedFaultRates } from '../../src/sandbox/index.ts';
+import { manualClock } from '../helpers/clock.ts';
 import { addClass, call, eventually, listing, start, useSandbox } from '../helpers/sandbox.ts';
 
 const sb = useSandbox();
@@ -30,30 +31,46 @@ describe('sandbox faults: one per call, observable', () => {
     expect(sb.state().byName).toEqual({ Lost: 1 });
   });
 
-  it('hang: no answer before the client gives up, the class is stored', async () => {
-    once('hang');
-    const controller = new AbortController();
-    let settled = false;
-    const sent = addClass(sb, 'Hung', { signal: controller.signal }).finally(() => {
-      settled = true;
-    });
-    // Stored, and still no answer; only then the client gives up (a fixed timeout could fire before
-    // a loaded sandbox had read the request).
-    await eventually(() => expect(stored().map((c) => c.name)).toEqual(['Hung']));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(settled).toBe(false);
-    controller.abort();
-    await expect(sent).rejects.toThrow(/abort/i);
+  it('hang: no answer, ever: the class is stored, the client giving up frees the request, else the connection drops after hangMs', async () => {
+    const timers = manualClock();
+    const other = await start({ timers, faults: { hangMs: 30_000 } });
+    try {
+      other.faults.enqueue({ operation: 'addClass', fault: 'hang', count: 2 });
+      const controller = new AbortController();
+      const givenUp = addClass(other, 'Given up', { signal: controller.signal });
+      // Stored, and held: the only way on is the hang's own timer.
+      await eventually(() => expect(timers.dueIn()).toEqual([30_000]));
+      expect(other.store.size).toBe(1);
+      controller.abort();
+      await expect(givenUp).rejects.toThrow(/abort/i);
+      await eventually(() => expect(timers.pending()).toBe(0));
+
+      let settled = false;
+      const held = addClass(other, 'Held').finally(() => {
+        settled = true;
+      });
+      await eventually(() => expect(timers.dueIn()).toEqual([30_000]));
+      await timers.advance(29_999);
+      expect(settled).toBe(false);
+      await timers.advance(1);
+      // Dropped, not answered: fetch fails.
+      await expect(held).rejects.toThrow();
+      expect(other.state().byName).toEqual({ 'Given up': 1, Held: 1 });
+    } finally {
+      await other.close();
+    }
   });
 
   it('hang: close() does not wait for a held request', async () => {
-    const other = await start();
+    // The hang holds for its default 10 minutes: nothing moves these timers.
+    const timers = manualClock();
+    const other = await start({ timers });
     other.faults.enqueue({ operation: '*', fault: 'hang' });
     const pending = addClass(other).catch((error: unknown) => error);
-    await eventually(() => expect(other.store.size).toBe(1));
-    const started = performance.now();
+    await eventually(() => expect(timers.pending()).toBe(1));
+    expect(other.store.size).toBe(1);
     await other.close();
-    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(timers.pending()).toBe(0);
     expect(await pending).toBeInstanceOf(Error);
   });
 
@@ -161,10 +178,24 @@ describe('sandbox faults: rates, limits, listing lag', () => {
   });
 
   it('latency: fixed plus jitter delays the answer', async () => {
-    sb.faults.set({ latencyMs: 60, latencyJitterMs: 20 });
-    const started = performance.now();
-    await listing(sb);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(55);
+    const timers = manualClock();
+    const slow = await start({ timers, faults: { latencyMs: 60, latencyJitterMs: 20 } });
+    try {
+      let answered = false;
+      const answer = listing(slow).finally(() => {
+        answered = true;
+      });
+      await eventually(() => expect(timers.pending()).toBe(1));
+      const [latency = 0] = timers.dueIn();
+      expect(latency).toBeGreaterThanOrEqual(60);
+      expect(latency).toBeLessThanOrEqual(80);
+      await timers.advance(latency - 1);
+      expect(answered).toBe(false);
+      await timers.advance(1);
+      expect((await answer).status).toBe(200);
+    } finally {
+      await slow.close();
+    }
   });
 
   it('the same seed replays the same random faults and ids; another seed does not', async () => {

@@ -62,10 +62,8 @@ describe('webhook outbox', () => {
       ['rec-5', 'pending', 1, null, null],
     ]);
     expect(rows[0]!.deliveredAt).toBeInstanceOf(Date);
-    // The retry waits its delay: not due again now, and due within the minute.
-    const wait = rows[1]!.nextAttemptAt!.getTime() - Date.now();
-    expect(wait).toBeGreaterThan(30_000);
-    expect(wait).toBeLessThanOrEqual(60_000);
+    // The retry waits its delay from the moment it was recorded (the statement that recorded the delivery too).
+    expect(rows[1]!.nextAttemptAt!.getTime() - rows[0]!.deliveredAt!.getTime()).toBe(60_000);
     // The stale one is still held by its claim: nobody else takes it.
     expect((await outbox.claimDueMessages(db(), 10, 60_000)).map((m) => m.batchId).filter((b) => b.startsWith('rec-'))).toEqual([]);
   });
@@ -82,10 +80,12 @@ describe('webhook outbox', () => {
       { message: second!, record: { outcome: 'retry', status: 500, error: 'HTTP 500', delayMs: 3_600_000, retryForMs: 600_000 } },
     ]);
     expect(statuses).toEqual(['failed', 'pending']);
-    const [, pending] = await messagesOf('dl-');
-    const wait = pending!.nextAttemptAt!.getTime() - Date.now();
-    expect(wait).toBeGreaterThan(500_000);
-    expect(wait).toBeLessThanOrEqual(600_000);
+    // Due on the deadline itself: WEBHOOK_RETRY_FOR after the message was written.
+    const { rows } = await sqlq(
+      `select extract(epoch from next_attempt_at - retry_from) * 1000 as "waitMs" from webhook_messages where batch_id = $1 and status = 'pending'`,
+      [second!.batchId],
+    );
+    expect(rows.map((r) => Number(r.waitMs))).toEqual([600_000]);
   });
 
   it('a claim released is due again at once with its attempt uncounted; one claimed again since is left alone', async () => {

@@ -15,7 +15,7 @@ describe('dashboard session cookie', () => {
   it('signs its client in until it expires, and not after', () => {
     let now = Date.parse('2026-11-23T10:00:00Z');
     const directory = directoryOf([{ name: 'ops.desk', token: TOKEN }]);
-    const session = createDashboardSession(directory, () => now);
+    const session = createDashboardSession(directory, { now: () => now });
     const client = directory.byToken(TOKEN)!;
     const cookie = cookieOf(session.issue(client, '/admin/queues', false));
     expect(cookie).not.toContain(TOKEN);

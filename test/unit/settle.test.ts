@@ -104,7 +104,7 @@ describe('settleNotListed', () => {
 describe('LagMonitor', () => {
   it('reports the largest lag of its window and forgets samples older than it', () => {
     let now = 0;
-    const monitor = new LagMonitor(() => now);
+    const monitor = new LagMonitor({ now: () => now });
     monitor.record(900);
     now = 1_000;
     monitor.record(100);

@@ -54,7 +54,11 @@ describe('webhook retry schedule', () => {
 
   it("waits at least an endpoint's Retry-After, in seconds or as a date, and at most 10 h for it", () => {
     expect(retryDelayMs([1_000], 1, parseRetryAfter('120'), () => 0.5)).toBe(120_000);
-    expect(parseRetryAfter(new Date(Date.now() + 60_000).toUTCString())).toBeGreaterThan(50_000);
+    // A date counts from the clock it is given: a minute after now is a minute's wait, a past date none.
+    const now = { now: () => Date.parse('2026-11-25T10:00:00Z') };
+    expect(parseRetryAfter('Wed, 25 Nov 2026 10:01:00 GMT', now)).toBe(60_000);
+    expect(parseRetryAfter('Wed, 25 Nov 2026 09:59:00 GMT', now)).toBe(0);
+    expect(verdictOf({ status: 503, retryAfter: 'Wed, 25 Nov 2026 11:00:00 GMT' }, 1, settings, now)).toMatchObject({ outcome: 'retry', delayMs: 3_600_000 });
     expect(retryDelayMs([1_000], 1, 999 * 3_600_000, () => 0.5)).toBe(10 * 3_600_000);
     expect(parseRetryAfter('soon')).toBeUndefined();
   });
