@@ -79,10 +79,11 @@ describe('a remote whose listing lags more than its get-class', () => {
   const { h } = useHarnessWithWorker({ env: { SYNC_READ_LAG: '60s', CLASSROOM_TIMEOUT: '1s' } });
 
   it('never takes a listing for fresh on read samples alone: a stored class is adopted once listed, not made again', { timeout: 120_000 }, async () => {
-    // get-class knows a class at once; the listing shows it only 6 s later. A burst gives the worker
+    // get-class knows a class at once; the listing shows it only 4 s later. A burst gives the worker
     // plenty of read samples (all fast); once the listing has caught up with it, nothing is missing
     // from the listing, and only a listing seen as fresh as the reads would license a second add-class.
-    h.sandbox.faults.set({ listingDelayMs: 6_000 });
+    // (4 s: well past what fast read samples bound the lag to, plus CLASSROOM_TIMEOUT.)
+    h.sandbox.faults.set({ listingDelayMs: 4_000 });
     const ids = await publish(h, 'Slow listing', 30);
     await untilAllSynced(h, ids, 100_000);
     const { classroom } = h.runtime.remotes.default;
