@@ -3,7 +3,7 @@
 // account; reconciliation reads every account's institutes; intake refuses an institute no account serves.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { runReconciliation } from '../../src/reconcile/run.ts';
 import { reconcileDepsOf, reconcileOptionsOf } from '../../src/reconcile/setup.ts';
@@ -11,12 +11,15 @@ import { type TestAccount, accountEntry, instituteOf, writeAccountsFile } from '
 import { rowsOf, untilAllSynced } from '../helpers/batches.ts';
 import { killAllChildren, runCli, scratchDir } from '../helpers/cli.ts';
 import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
-import { useHarnessPerTest } from '../helpers/use-harness.ts';
+import { ownScope } from '../helpers/own-harness.ts';
+import type { PerTestScope } from '../helpers/use-harness.ts';
 import { BEARER, call, startTestWorker } from './http-helpers.ts';
 
-const each = useHarnessPerTest();
+// The rate-limit test runs alone: it measures each key's pace. The others, each with a harness of its
+// own, run side by side after it (it.concurrent); the CLI children they start are ended at the file's end.
+afterAll(killAllChildren);
 
-async function harnessWith(accounts: TestAccount[], env: Record<string, string> = {}): Promise<Harness> {
+async function harnessWith(each: PerTestScope, accounts: TestAccount[], env: Record<string, string> = {}): Promise<Harness> {
   const file = writeAccountsFile(accounts);
   each.defer(() => file.remove());
   return each.harness({ env: { CLASSROOM_ACCOUNTS_FILE: file.path, ...env } });
@@ -28,7 +31,8 @@ const batchesOf = (name: string, n: number) =>
 const reconcile = (h: Harness) => runReconciliation(reconcileDepsOf(h.runtime), { trigger: 'test', ...reconcileOptionsOf(h.config), linkChecks: 0 });
 
 describe('accounts', () => {
-  it('every batch is created with its own institute credentials; no key ever exceeds its limit, and each runs at it', async () => {
+  it('every batch is created with its own institute credentials; no key ever exceeds its limit, and each runs at it', async ({ onTestFinished }) => {
+    const each = ownScope(onTestFinished);
     // The remote enforces each key's limit exactly over a sliding window: 20 s admitting a third of the
     // per-minute limit. That is stricter than the live remote (never over R/3 in any 20 s means never
     // over R in any 60 s) and short enough to run each key at its limit for about 22 s: the peak is
@@ -49,7 +53,11 @@ describe('accounts', () => {
     // exactly, and on a loaded CI machine an event-loop stall of a second made a call time out
     // now and then (an edit-class sent again, an add-class settled by a listing: correct, and one
     // call more than the count). Timeouts have tests of their own.
-    const h = await harnessWith(accounts, { CLASSROOM_RATE_LIMIT_PER_MINUTE: '60000', CLASSROOM_RATE_WINDOW: `${WINDOW_MS}ms`, CLASSROOM_TIMEOUT: '10s' });
+    const h = await harnessWith(each, accounts, {
+      CLASSROOM_RATE_LIMIT_PER_MINUTE: '60000',
+      CLASSROOM_RATE_WINDOW: `${WINDOW_MS}ms`,
+      CLASSROOM_TIMEOUT: '10s',
+    });
     h.sandbox.faults.set({
       latencyMs: 5,
       rateLimitWindowMs: WINDOW_MS,
@@ -83,9 +91,9 @@ describe('accounts', () => {
     expect(state.classCount).toBe(total);
   }, 150_000);
 
-  it("one account's refused key leaves the others syncing; its batches wait unchanged, then resume by themselves", async () => {
-    const h = await harnessWith([{ name: 'north' }, { name: 'south' }, { name: 'east' }], { CLASSROOM_KEY_PROBE_EVERY: '400ms', SYNC_CONCURRENCY: '4' });
-    each.defer(killAllChildren);
+  it.concurrent("one account's refused key leaves the others syncing; its batches wait unchanged, then resume by themselves", async ({ onTestFinished }) => {
+    const each = ownScope(onTestFinished);
+    const h = await harnessWith(each, [{ name: 'north' }, { name: 'south' }, { name: 'east' }], { CLASSROOM_KEY_PROBE_EVERY: '400ms', SYNC_CONCURRENCY: '4' });
     h.sandbox.faults.set({ latencyMs: 10, refuseKey: { status: 401, accounts: ['south'] } });
     const worker = await startTestWorker(h);
     each.defer(() => worker.stop());
@@ -134,9 +142,11 @@ describe('accounts', () => {
     expect(after.institutes.map((i) => i.instituteId).sort()).toEqual(['inst-east', 'inst-north', 'inst-south']);
   }, 90_000);
 
-  it('refuses at intake an institute no account serves (library, HTTP, CLI); an event without one goes to the default account', async () => {
-    const h = await harnessWith([{ name: 'north' }, { name: 'south' }]);
-    each.defer(killAllChildren);
+  it.concurrent('refuses at intake an institute no account serves (library, HTTP, CLI); an event without one goes to the default account', async ({
+    onTestFinished,
+  }) => {
+    const each = ownScope(onTestFinished);
+    const h = await harnessWith(each, [{ name: 'north' }, { name: 'south' }]);
     const [unserved, none] = await publishBatches(publishDepsOf(h), [
       { batchId: 'lost-1', name: 'Nobody', subject: 'Art', instituteId: 'inst-nobody' },
       { batchId: 'default-1', name: 'Default one', subject: 'Art' },
@@ -166,9 +176,9 @@ describe('accounts', () => {
     await waitFor(async () => (await call(`${worker.url}/readyz`)).body.status === 'ready', 'readiness');
   }, 60_000);
 
-  it('check reads with every account and says, one line each, which one the remote refuses and which field to fix', async () => {
-    const h = await harnessWith([{ name: 'north' }, { name: 'south' }, { name: 'east' }]);
-    each.defer(killAllChildren);
+  it.concurrent('check reads with every account and says, one line each, which one the remote refuses and which field to fix', async ({ onTestFinished }) => {
+    const each = ownScope(onTestFinished);
+    const h = await harnessWith(each, [{ name: 'north' }, { name: 'south' }, { name: 'east' }]);
     // The same accounts, but east's API key is not the one the remote issued.
     const wrongKey = 'WrongKey0123456789abcdefABCDEFgh';
     const entries = ['north', 'south', 'east'].map((name) => ({ ...accountEntry({ name }), ...(name === 'east' ? { apiKey: wrongKey } : {}) }));
@@ -188,9 +198,11 @@ describe('accounts', () => {
     expect(bad.stdout + bad.stderr).not.toContain(wrongKey);
   }, 60_000);
 
-  it("a busy account's backlog does not hold up a quiet account's live batches", async () => {
+  it.concurrent("a busy account's backlog does not hold up a quiet account's live batches", async ({ onTestFinished }) => {
+    const each = ownScope(onTestFinished);
     // busy: a call every 3 s and 40 batches waiting; quiet: 10 calls a second.
     const h = await harnessWith(
+      each,
       [
         { name: 'busy', ratePerMinute: 20 },
         { name: 'quiet', ratePerMinute: 600 },
