@@ -49,11 +49,10 @@ describe('classroom-sync enqueue / status / retry', () => {
     const cancel = await runCli(['enqueue'], { env: h.env, stdin: JSON.stringify({ type: 'batch.cancelled', batchId: 'cli-ch', version: 3 }) });
     expect(cancel.code).toBe(0);
     await waitFor(async () => (await batch('cli-ch'))?.state === 'cancelled' || undefined, 'cancelled');
-    const status = await runCli(['status', 'cli-ch'], { env: h.env });
+    const [status, history] = await Promise.all([runCli(['status', 'cli-ch'], { env: h.env }), runCli(['history', 'cli-ch'], { env: h.env })]);
     expect(status.stdout).toMatch(/^state\s+cancelled$/m);
     expect(status.stdout).toMatch(/^version\s+3$/m);
     expect(status.stdout).toMatch(/^cancelled\s+\S+; class archived$/m);
-    const history = await runCli(['history', 'cli-ch'], { env: h.env });
     expect(history.stdout).toMatch(/\bupdated\b.*"version":2/);
     expect(history.stdout).toMatch(/\bstale\b.*"lastVersion":2/);
     expect(history.stdout).toMatch(/transition \w+ → cancelled/);
@@ -86,23 +85,28 @@ describe('classroom-sync enqueue / status / retry', () => {
   });
 
   it('status prints counts by state, one batch with a masked link, and JSON (link masked unless --show-link)', async () => {
-    const counts = JSON.parse((await runCli(['status', '--json'], { env: h.env })).stdout) as Record<string, number>;
+    // Read-only commands, side by side.
+    const status = (...args: string[]) => runCli(['status', ...args], { env: h.env });
+    const [all, one, shown, json, jsonShown, missing] = await Promise.all([
+      status('--json'),
+      status('cli-1'),
+      status('cli-1', '--show-link'),
+      status('cli-1', '--json'),
+      status('cli-1', '--json', '--show-link'),
+      status('nope'),
+    ]);
+    const counts = JSON.parse(all.stdout) as Record<string, number>;
     expect(counts.synced).toBeGreaterThanOrEqual(3);
-    const one = await runCli(['status', 'cli-1'], { env: h.env });
     const row = await batch('cli-1');
     expect(one.stdout).toMatch(/state\s+synced/);
     expect(one.stdout).toContain(row!.classId!);
     expect(one.stdout).not.toContain(row!.joinLink!);
-    const shown = await runCli(['status', 'cli-1', '--show-link'], { env: h.env });
     expect(shown.stdout).toContain(row!.joinLink!);
     // --json masks it the same way (https://host/…(N chars)); --show-link gives it whole there too.
-    const json = await runCli(['status', 'cli-1', '--json'], { env: h.env });
     expect(json.stdout).not.toContain(row!.joinLink!);
     const { origin } = new URL(row!.joinLink!);
     expect(JSON.parse(json.stdout)).toMatchObject({ batchId: 'cli-1', state: 'synced', joinLink: `${origin}/…(${row!.joinLink!.length} chars)` });
-    const jsonShown = await runCli(['status', 'cli-1', '--json', '--show-link'], { env: h.env });
     expect(JSON.parse(jsonShown.stdout).joinLink).toBe(row!.joinLink);
-    const missing = await runCli(['status', 'nope'], { env: h.env });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toBe(`batch nope is not known under institute ${h.config.classroom.instituteId}\n`);
   });
@@ -118,11 +122,11 @@ describe('classroom-sync enqueue / status / retry', () => {
     expect(result.stdout).toMatch(/2 batch\(es\) put back/);
     await untilAllSynced(h, ['cli-6', 'cli-7']);
     expect(h.sandbox.state().byName['CLI cli-6']).toBe(1);
-    const unknown = await runCli(['retry', 'nobody'], { env: h.env });
+    const [unknown, bare] = await Promise.all([runCli(['retry', 'nobody'], { env: h.env }), runCli(['retry'], { env: h.env })]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toBe(`nobody: not known under institute ${h.config.classroom.instituteId}\n`);
     expect(unknown.stdout).not.toMatch(/put back/);
-    expect((await runCli(['retry'], { env: h.env })).code).toBe(2);
+    expect(bare.code).toBe(2);
   });
 
   it('retry of a synced batch says there is nothing to retry, and changes nothing', async () => {
@@ -139,14 +143,16 @@ describe('classroom-sync enqueue / status / retry', () => {
     const stdin = `${JSON.stringify({ batchId: 'cli-elsewhere', name: 'Elsewhere', subject: 'Art', instituteId: other })}\n`;
     expect((await runCli(['enqueue'], { env: h.env, stdin })).code).toBe(0);
     const hint = `not known under institute ${h.config.classroom.instituteId}; it is known under institute ${other}: add --institute ${other}`;
-    const status = await runCli(['status', 'cli-elsewhere'], { env: h.env });
+    // Each refused, changing nothing; and following the hint works: side by side.
+    const [status, history, retry, found] = await Promise.all([
+      runCli(['status', 'cli-elsewhere'], { env: h.env }),
+      runCli(['history', 'cli-elsewhere'], { env: h.env }),
+      runCli(['retry', 'cli-elsewhere'], { env: h.env }),
+      runCli(['status', 'cli-elsewhere', '--institute', other], { env: h.env }),
+    ]);
     expect([status.code, status.stderr]).toEqual([1, `batch cli-elsewhere is ${hint}\n`]);
-    const history = await runCli(['history', 'cli-elsewhere'], { env: h.env });
     expect([history.code, history.stderr]).toEqual([1, `batch cli-elsewhere is ${hint}\n`]);
-    const retry = await runCli(['retry', 'cli-elsewhere'], { env: h.env });
     expect([retry.code, retry.stderr]).toEqual([1, `cli-elsewhere: ${hint}\n`]);
-    // Following the hint works.
-    const found = await runCli(['status', 'cli-elsewhere', '--institute', other], { env: h.env });
     expect(found.code).toBe(0);
     expect(found.stdout).toContain(`batch       cli-elsewhere (institute ${other})`);
   });

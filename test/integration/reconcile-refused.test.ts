@@ -17,7 +17,9 @@ import { useHarness } from '../helpers/use-harness.ts';
 import { BEARER, call, useTestWorker } from './http-helpers.ts';
 
 const REFUSED = 'institute-closed';
-const harness = useHarness(); // the sandbox knows CLASSROOM_INSTITUTE_ID only
+// The sandbox knows CLASSROOM_INSTITUTE_ID only. A refused batch fails after its attempts; three
+// show that as well as ten, and sooner.
+const harness = useHarness({ env: { SYNC_ATTEMPTS: '3' } });
 const { h } = harness;
 harness.defer(killAllChildren);
 const worker = useTestWorker(harness);
@@ -92,13 +94,14 @@ describe('an institute the remote refuses', () => {
     const run = await h.runtime.database.pool.query('select error from reconciliation_runs where id = $1', [report.runId]);
     expect(run.rows[0].error).toBe(report.errors[0]);
 
+    // The text report says it too (read while the worker repairs: a dry run changes nothing).
+    const dryRun = cli(['reconcile', '--dry-run']);
     // The repair is real: the worker re-runs the link steps and the batch is synced with a link again.
     await untilSynced(h, 'ok-1', { instituteId: inst() });
     const events = (await readTimeline(h.runtime.database.db, { instituteId: inst(), batchId: 'ok-1' })) ?? [];
     expect(events.filter((e) => e.type === 'repair')).toMatchObject([{ detail: { category: 'link_missing' } }]);
 
-    // The text report says it too.
-    const text = await cli(['reconcile', '--dry-run']);
+    const text = await dryRun;
     expect(text.stdout).toContain('2 institute(s) (1 could not be read: see the errors at the end)');
     expect(text.stdout).toContain(`error: institute ${REFUSED}: the remote refused its listing`);
   });
@@ -128,10 +131,15 @@ describe('an institute the remote refuses', () => {
   });
 
   it('shows the abandon in history, status and the read API; retry says to undo first', async () => {
-    const history = await cli(['history', 'gone-1', '--institute', REFUSED]);
+    // Commands that change nothing, side by side.
+    const [history, status, retry, all] = await Promise.all([
+      cli(['history', 'gone-1', '--institute', REFUSED]),
+      cli(['status', 'gone-1', '--institute', REFUSED]),
+      cli(['retry', '--institute', REFUSED, 'gone-1']),
+      cli(['retry', '--failed']),
+    ]);
     expect(history.stdout).toMatch(/abandoned failed → abandoned \{"reason":"institute closed its account"\}/);
 
-    const status = await cli(['status', 'gone-1', '--institute', REFUSED]);
     expect(status.stdout).toMatch(/state\s+abandoned/);
     expect(status.stdout).toMatch(/abandoned\s+\S+ \(was failed\): institute closed its account/);
 
@@ -143,14 +151,12 @@ describe('an institute the remote refuses', () => {
     const synced = await call(`${worker.url}/v1/batches/ok-2`, { headers: BEARER });
     expect(synced.body.abandoned).toBeNull();
 
-    const retry = await cli(['retry', '--institute', REFUSED, 'gone-1']);
     expect(retry.code).toBe(1);
     expect(retry.stderr).toContain(
       `batch gone-1 is abandoned (institute ${REFUSED}); nothing was retried. Undo that first with \`classroom-sync abandon --undo --institute ${REFUSED} gone-1\``,
     );
     expect(await stateOf('gone-1', REFUSED)).toBe('abandoned');
     // `retry --failed` passes them over: they are not failed any more.
-    const all = await cli(['retry', '--failed']);
     expect(all.stdout).toContain('no batch is failed; nothing to retry');
   });
 
@@ -165,13 +171,12 @@ describe('an institute the remote refuses', () => {
 
   it('names the institute a batch is known under when it is given without its --institute, abandoning or undoing', async () => {
     const hint = `gone-1: not known under institute ${inst()}; it is known under institute ${REFUSED}: add --institute ${REFUSED}`;
-    const abandon = await cli(['abandon', 'gone-1']);
+    // Each is refused and changes nothing: side by side.
+    const [abandon, undo, json] = await Promise.all([cli(['abandon', 'gone-1']), cli(['abandon', '--undo', 'gone-1']), cli(['abandon', '--json', 'gone-1'])]);
     expect(abandon.code).toBe(1);
     expect(abandon.stderr.trim()).toBe(hint);
-    const undo = await cli(['abandon', '--undo', 'gone-1']);
     expect(undo.code).toBe(1);
     expect(undo.stderr.trim()).toBe(hint);
-    const json = await cli(['abandon', '--json', 'gone-1']);
     expect(JSON.parse(json.stdout)).toMatchObject({ batchId: 'gone-1', outcome: 'unknown', message: hint.slice('gone-1: '.length), knownUnder: [REFUSED] });
     // Nothing changed under either institute.
     expect(await stateOf('gone-1', REFUSED)).toBe('abandoned');

@@ -176,11 +176,10 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
     expectNoSecret(receiver.spans(), [row.joinLink!, h.config.classroom.apiKey, h.config.classroom.xApiKey, TOKEN, webhookSecret]);
 
     // From the batch to its trace: every audit event, the intake's and the worker's, names this trace.
-    const history = await runCli(['history', 'traced-1', '--json'], { env: h.env });
+    const [history, text] = await Promise.all([runCli(['history', 'traced-1', '--json'], { env: h.env }), runCli(['history', 'traced-1'], { env: h.env })]);
     const events = JSON.parse(history.stdout) as { type: string; traceId: string | null }[];
     expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['received', 'transition', 'remote_call']));
     expect(new Set(events.filter((e) => e.type !== 'webhook').map((e) => e.traceId))).toEqual(new Set([traceId]));
-    const text = await runCli(['history', 'traced-1'], { env: h.env });
     expect(text.stdout).toContain(`trace ${traceId}`);
   });
 
@@ -259,10 +258,13 @@ describe('a worker killed in the middle of a run', () => {
     const answer = await postTraced(url, { batchId: 'traced-crash', name: 'Crashed Batch' }, traceId);
     expect(answer.status).toBe(202);
     await waitFor(async () => (await rowOf(h, 'traced-crash'))?.classId, 'the class of traced-crash stored');
+    // The other worker starts now, while the first holds the run (it cannot take the batch from a
+    // live worker), so that its start-up overlaps the wait for the dead worker's lease.
+    const second = startWorkerCli(otelEnv());
     first.signal('SIGKILL');
     await first.result;
 
-    const second = startWorkerCli(otelEnv());
+    await urlOf(second);
     await untilSynced(h, 'traced-crash');
     const run = await waitFor(
       () => consumerSpansOf('traced-crash').find((s) => s.attributes['classroom_sync.outcome'] === 'synced'),
@@ -276,21 +278,18 @@ describe('a worker killed in the middle of a run', () => {
 
 describe('short commands', () => {
   it('trace a command as one root span named after it, as classroom-sync unless OTEL_SERVICE_NAME says otherwise', async () => {
-    const ran = await runCli(['status', 'traced-none'], { env: { ...h.env, ...otelEnv() } });
+    const [ran, named] = await Promise.all([
+      runCli(['status', 'traced-none'], { env: { ...h.env, ...otelEnv() } }),
+      runCli(['status', 'traced-none'], { env: { ...h.env, ...otelEnv(), OTEL_SERVICE_NAME: 'sync-eu' } }),
+    ]);
     expect(ran.stderr).not.toMatch(/could not export/);
-    // Exported before the process exited.
-    const root = receiver.spans().find((s) => s.name === 'classroom-sync status');
+    expect(named.stderr).not.toMatch(/could not export/);
+    // Exported before each process exited: one root span per command, under its service's name.
+    const roots = receiver.spans().filter((s) => s.name === 'classroom-sync status');
+    expect(roots.map((s) => s.service).sort()).toEqual(['classroom-sync', 'sync-eu']);
+    const root = roots.find((s) => s.service === 'classroom-sync');
     expect(root?.parentSpanId).toBeUndefined();
-    expect(root?.service).toBe('classroom-sync');
     expect(inTrace(root!.traceId).some((s) => s.scope.includes('instrumentation-pg'))).toBe(true);
-
-    await runCli(['status', 'traced-none'], { env: { ...h.env, ...otelEnv(), OTEL_SERVICE_NAME: 'sync-eu' } });
-    expect(
-      receiver
-        .spans()
-        .filter((s) => s.name === 'classroom-sync status')
-        .map((s) => s.service),
-    ).toEqual(['classroom-sync', 'sync-eu']);
   });
 
   it('reads OTEL_* from .env in the working directory', async () => {
