@@ -53,6 +53,7 @@ import { LeaseAuditor } from './lease-audit.ts';
 import { PrivatePostgres, PrivateRedis, WorkerProcess, type WorkerLine, freePort } from './processes.ts';
 import { type ListingWindowFigures, listingWindow, refusalRates, refuseKey } from './refusals.ts';
 import { type ChangeChecks, classesByRef, duplicatesOf } from './rest-checks.ts';
+import { Standbys } from './standbys.ts';
 
 export type { ChangeChecks } from './rest-checks.ts';
 
@@ -182,6 +183,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   let sandbox: Awaited<ReturnType<typeof startSandbox>> | undefined;
   let runtime: ReturnType<typeof createRuntime> | undefined;
   const workers: WorkerProcess[] = [];
+  // As many ready to take over as the fleet has: after a fleet kill, a new fleet runs within a
+  // second instead of loading its modules for several while no worker runs. Made now, they load
+  // while the servers start; taken, they run with the environment as it is then.
+  const standbys = new Standbys(env, options.workers);
   const beforeCleanup: (() => Promise<void>)[] = [];
   // Whatever fails, the workers, the servers, the sandbox and the accounts file go. A failed run
   // reports its own error; a cleanup that fails is printed, and fails a run that did not.
@@ -211,7 +216,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await LeaseAuditor.install(config.databaseUrl);
     runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
     trace('servers and sandbox up; starting the run');
-    report = await chaosRun({ options, random, env, postgres, redis, sandbox, runtime, workers, beforeCleanup, accounts, databaseName, started });
+    report = await chaosRun({ options, random, env, postgres, redis, sandbox, runtime, workers, standbys, beforeCleanup, accounts, databaseName, started });
   } finally {
     const attempt = async (what: string, step: () => Promise<unknown> | unknown) => {
       trace(`cleanup: ${what}`);
@@ -224,6 +229,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     };
     for (const step of beforeCleanup) await attempt('the change driver', step);
     for (const w of workers) w.kill9();
+    await attempt('the standby workers', () => standbys.close());
     await attempt('the runtime', () => runtime?.close());
     await attempt('the sandbox', () => sandbox?.close());
     await attempt('Redis', () => redis.kill());
@@ -245,6 +251,8 @@ interface RunInput {
   runtime: ReturnType<typeof createRuntime>;
   /** Filled as workers are spawned, so the caller can kill every one of them, whatever happens. */
   workers: WorkerProcess[];
+  /** Where new workers come from. */
+  standbys: Standbys;
   /** What the caller runs first when the run ends, whatever happens (the change driver's stop). */
   beforeCleanup: (() => Promise<void>)[];
   accounts: ReturnType<typeof chaosAccounts> | undefined;
@@ -254,14 +262,14 @@ interface RunInput {
 
 /** The run itself, on servers and a sandbox that `runChaos` started and will remove. */
 async function chaosRun(input: RunInput): Promise<ChaosReport> {
-  const { options, random, env, postgres, redis, sandbox, runtime, workers, accounts, databaseName } = input;
+  const { options, random, env, postgres, redis, sandbox, runtime, workers, standbys, accounts, databaseName } = input;
   const lines: WorkerLine[] = [];
   const doubt = new DoubtDrivers(runtime, sandbox, options.seed);
   doubt.listen();
   let listingFigures: ListingWindowFigures = { lastedMs: 0, exhausted: 0, closedBy: 'never', lostAnswer: undefined };
   // The listing window runs beside the plan (kills, restarts, key windows).
   let listingDone: Promise<void> = Promise.resolve();
-  const spawnWorker = () => workers.push(new WorkerProcess(env, (line) => lines.push(line)));
+  const spawnWorker = () => workers.push(new WorkerProcess(env, (line) => lines.push(line), standbys));
   for (let i = 0; i < options.workers; i++) spawnWorker();
   const alive = () => workers.filter((w) => w.alive);
   const kills = { single: 0, fleetAfterAddClass: 0, processesKilled: 0 };
