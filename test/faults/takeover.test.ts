@@ -305,4 +305,6 @@ it('a frozen worker is replaced within seconds and, woken once its batches are f
   const report = await measure('SIGSTOP', 'SIGSTOP');
   console.log(`frozen ${((report.frozenMs ?? 0) / 1000).toFixed(1)} s; woken, it stopped with exit code ${report.wokenExitCode}`);
   expect(report.wokenAlive).toBe(true);
+  // It did not die meanwhile either: it drained and exited as a worker asked to stop does.
+  expect(report.wokenExitCode).toBe(0);
 });
