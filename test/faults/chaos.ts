@@ -186,7 +186,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   // As many ready to take over as the fleet has: after a fleet kill, a new fleet runs within a
   // second instead of loading its modules for several while no worker runs. Made now, they load
   // while the servers start; taken, they run with the environment as it is then.
-  const standbys = new Standbys(env, options.workers);
+  const standbys = new Standbys(env, { ready: options.workers });
   const beforeCleanup: (() => Promise<void>)[] = [];
   // Whatever fails, the workers, the servers, the sandbox and the accounts file go. A failed run
   // reports its own error; a cleanup that fails is printed, and fails a run that did not.

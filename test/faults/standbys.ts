@@ -13,26 +13,43 @@ const PRELOAD = fileURLToPath(new URL('./standby.mjs', import.meta.url));
 
 type Output = 'pipe' | 'ignore' | 'inherit';
 
+export interface StandbyOptions {
+  /** How many to keep ready. */
+  ready: number;
+  /**
+   * How many processes to start in all, standbys and cold spawns: a standby loading modules that no
+   * one will take only takes a core from the workers that run.
+   */
+  total?: number;
+  /** The processes' stdout and stderr (default: both piped). */
+  output?: readonly [Output, Output];
+}
+
 export class Standbys {
   private readonly ready: ChildProcess[] = [];
+  private readonly output: readonly [Output, Output];
+  private started = 0;
   private closed = false;
 
   /**
-   * Keeps `count` standbys of `classroom-sync worker` ready. `env` is read at every spawn and every
-   * take, so it may be completed (a server's URL) after this is made: a taken standby runs with the
-   * environment as it is then. `output`: the processes' stdout and stderr.
+   * Keeps standbys of `classroom-sync worker` ready. `env` is read at every spawn and every take, so
+   * it may be completed (a server's URL) after this is made: a taken standby runs with the
+   * environment as it is then.
    */
   constructor(
     private readonly env: Record<string, string>,
-    private readonly count: number,
-    private readonly output: readonly [Output, Output] = ['pipe', 'pipe'],
+    private readonly options: StandbyOptions,
   ) {
+    this.output = options.output ?? ['pipe', 'pipe'];
     this.fill();
   }
 
   /** A `classroom-sync worker` process that runs from now on: a standby taken (and replaced), or a cold spawn. */
   take(): ChildProcess {
-    if (this.closed || tracing(this.env)) return spawn(process.execPath, [BIN, 'worker'], this.spawnOptions('ignore'));
+    if (this.closed || tracing(this.env)) {
+      this.started += 1;
+      return spawn(process.execPath, [BIN, 'worker'], this.spawnOptions('ignore'));
+    }
     let child = this.ready.shift();
     while (child && (child.exitCode !== null || child.signalCode !== null)) child = this.ready.shift();
     child ??= this.spawn();
@@ -55,10 +72,12 @@ export class Standbys {
   }
 
   private fill(): void {
-    while (!this.closed && !tracing(this.env) && this.ready.length < this.count) this.ready.push(this.spawn());
+    const total = this.options.total ?? Number.POSITIVE_INFINITY;
+    while (!this.closed && !tracing(this.env) && this.ready.length < this.options.ready && this.started < total) this.ready.push(this.spawn());
   }
 
   private spawn(): ChildProcess {
+    this.started += 1;
     const child = spawn(process.execPath, ['--import', PRELOAD, BIN, 'worker'], this.spawnOptions('pipe'));
     // A failed spawn shows as a process that exited: take() passes over it.
     child.on('error', () => {});

@@ -105,7 +105,7 @@ const env: Record<string, string> = {
 // Workers that loaded their modules while the servers start, or while the case before runs (a
 // fleet's start took 5 s and more on two busy cores). stderr (a crash, a failed start) goes straight
 // to the test's output.
-const standbys = new Standbys(env, 3, ['pipe', 'inherit']);
+const standbys = new Standbys(env, { ready: 3, total: 6, output: ['pipe', 'inherit'] });
 let redis: PrivateRedis | undefined;
 let sandbox: RunningSandbox | undefined;
 let runtime: Runtime | undefined;
