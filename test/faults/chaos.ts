@@ -22,7 +22,7 @@
 //
 // The live-service mode adds what a hosted API does beyond the spec: it rewrites names (whitespace,
 // case, cut to 28 characters), its reads lag its writes (up to 500 ms), and keys are refused twice
-// for six seconds (first one account's key with 401, then every key with 403).
+// for three seconds (first one account's key with 401, then every key with 403).
 //
 // For the doubt rule (doubt-run.ts): the remote refuses some add-class, edit-class and listing calls,
 // once refuses every listing until batches in doubt run out of attempts, and has classes deleted
@@ -158,7 +158,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     PORT: '0',
     API_TOKEN: randomBytes(16).toString('hex'),
     SYNC_CONCURRENCY: '4',
-    SYNC_ATTEMPTS: '40',
+    // Batches need 5 at most (retries per batch, outside the window of refused listings: ≤ 4 at
+    // N = 200, ≤ 6 at N = 1,000); outages use none. The window lasts until a batch in doubt has used
+    // them all, about half a second each, and the backfill waits meanwhile: 20, not more.
+    SYNC_ATTEMPTS: '20',
     SYNC_BACKOFF_BASE: '25ms',
     SYNC_BACKOFF_MAX: '400ms',
     CLASSROOM_TIMEOUT: '1s',
@@ -361,7 +364,7 @@ async function chaosRun(input: RunInput): Promise<ChaosReport> {
       await nextRequest(sandbox);
       // With accounts, the first window refuses one account's key only: the others keep syncing.
       const only = accounts && keyWindows % 2 === 0 ? { accounts: [accounts.names[0]!] } : {};
-      refuseKey(sandbox, { status: keyWindows % 2 === 0 ? 401 : 403, forMs: 6_000, ...only });
+      refuseKey(sandbox, { status: keyWindows % 2 === 0 ? 401 : 403, forMs: KEY_WINDOW_MS, ...only });
       keyWindows += 1;
     } else if (action.kind === 'listing') {
       listingDone = listingWindow(sandbox, runtime.database.db).then((figures) => {
@@ -438,6 +441,12 @@ function chaosAccounts(n: number) {
 }
 
 type Action = { progress: number; delayMs: number; kind: 'single' | 'fleet' | 'redis' | 'postgres' | 'postgres_restart' | 'key' | 'listing' };
+
+/**
+ * How long each key window lasts: six key probes (CLASSROOM_KEY_PROBE_EVERY) and a few dozen calls
+ * at the fleet's pace. In the second every key is refused and the whole fleet waits.
+ */
+const KEY_WINDOW_MS = 3_000;
 
 /** How long the restart keeps PostgreSQL down (every connection refused). */
 const POSTGRES_DOWN_MS = 1_500;
