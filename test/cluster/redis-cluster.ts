@@ -97,6 +97,10 @@ export class RedisClusterProcesses {
         'no',
         '--maxmemory-policy',
         'noeviction',
+        // A replica's first sync starts at once: by default a master waits 5 s for more replicas
+        // to serve with the same transfer, and the cluster is not healthy until every replica is linked.
+        '--repl-diskless-sync-delay',
+        '0',
       ],
       { stdio: 'ignore' },
     );

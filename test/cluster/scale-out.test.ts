@@ -17,6 +17,7 @@ import { type Runtime, createRuntime } from '../../src/runtime/runtime.ts';
 import { sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 import { SYNC_QUEUE } from '../../src/sync/queue.ts';
 import { WorkerProcess, type WorkerLine } from '../faults/processes.ts';
+import { Standbys } from '../faults/standbys.ts';
 import { PG_SERVER, dropDatabase, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { RedisClusterProcesses } from './redis-cluster.ts';
 
@@ -35,17 +36,11 @@ afterAll(async () => {
 
 it(`${WORKERS} worker processes sync ${N} batches through a 3-master Redis Cluster, under one rate limit, while the master serving the queue fails over`, async () => {
   const started = Date.now();
-  const cluster = new RedisClusterProcesses({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: NODE_TIMEOUT_MS });
-  cleanup.push(() => cluster.stop());
-  await cluster.start();
-  const clusterReadyMs = Date.now() - started;
-
   const id = randomBytes(4).toString('hex');
   const databaseName = `classroom_sync_cluster_${id}`;
-  cleanup.push(() => dropDatabase(databaseName));
+  // REDIS_URL once the cluster is up, CLASSROOM_BASE_URL once the sandbox is.
   const env: Record<string, string> = {
     DATABASE_URL: `${PG_SERVER}/${databaseName}`,
-    REDIS_URL: cluster.url,
     QUEUE_PREFIX: `{cs-cluster-${id}}`,
     NODE_ENV: 'production',
     LOG_LEVEL: 'info',
@@ -69,14 +64,22 @@ it(`${WORKERS} worker processes sync ${N} batches through a 3-master Redis Clust
     CLASSROOM_THROTTLE_PAUSE: '1s',
     RECONCILE_EVERY: '1h',
   };
-  const sandbox = await startSandbox({
+  // The workers load their modules (standbys.ts), the sandbox starts and the database is made while
+  // the cluster forms; the workers, taken once it has, run with the environment as it is then.
+  const standbys = new Standbys(env, { ready: WORKERS, total: WORKERS });
+  cleanup.push(() => standbys.close());
+  const cluster = new RedisClusterProcesses({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: NODE_TIMEOUT_MS });
+  cleanup.push(() => cluster.stop());
+  cleanup.push(() => dropDatabase(databaseName));
+  const sandboxStarting = startSandbox({
     ...sandboxOptionsFromConfig(loadConfig(env)),
     faults: { rateLimitPerMinute: REMOTE_CALLS_PER_SECOND, rateLimitWindowMs: 1_000 },
   });
-  cleanup.push(() => sandbox.close());
+  cleanup.push(async () => (await sandboxStarting.catch(() => undefined))?.close());
+  const [clusterReadyMs, sandbox] = await Promise.all([cluster.start().then(() => Date.now() - started), sandboxStarting, runMigrations(env.DATABASE_URL!)]);
+  env.REDIS_URL = cluster.url;
   env.CLASSROOM_BASE_URL = sandbox.url;
   const config = loadConfig(env);
-  await runMigrations(config.databaseUrl);
   // The test's own runtime publishes through the cluster like an integrator would.
   const runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
   cleanup.push(() => runtime.close());
@@ -96,10 +99,14 @@ it(`${WORKERS} worker processes sync ${N} batches through a 3-master Redis Clust
   const workers = Array.from(
     { length: WORKERS },
     (_, i) =>
-      new WorkerProcess(env, (line) => {
-        lines.push(line);
-        linesOf[i]!.push(line);
-      }),
+      new WorkerProcess(
+        env,
+        (line) => {
+          lines.push(line);
+          linesOf[i]!.push(line);
+        },
+        standbys,
+      ),
   );
   cleanup.push(async () => {
     for (const w of workers) w.kill9();

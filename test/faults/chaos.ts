@@ -22,7 +22,7 @@
 //
 // The live-service mode adds what a hosted API does beyond the spec: it rewrites names (whitespace,
 // case, cut to 28 characters), its reads lag its writes (up to 500 ms), and keys are refused twice
-// for six seconds (first one account's key with 401, then every key with 403).
+// for three seconds (first one account's key with 401, then every key with 403).
 //
 // For the doubt rule (doubt-run.ts): the remote refuses some add-class, edit-class and listing calls,
 // once refuses every listing until batches in doubt run out of attempts, and has classes deleted
@@ -53,6 +53,7 @@ import { LeaseAuditor } from './lease-audit.ts';
 import { PrivatePostgres, PrivateRedis, WorkerProcess, type WorkerLine, freePort } from './processes.ts';
 import { type ListingWindowFigures, listingWindow, refusalRates, refuseKey } from './refusals.ts';
 import { type ChangeChecks, classesByRef, duplicatesOf } from './rest-checks.ts';
+import { Standbys } from './standbys.ts';
 
 export type { ChangeChecks } from './rest-checks.ts';
 
@@ -157,7 +158,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     PORT: '0',
     API_TOKEN: randomBytes(16).toString('hex'),
     SYNC_CONCURRENCY: '4',
-    SYNC_ATTEMPTS: '40',
+    // Batches need 5 at most (retries per batch, outside the window of refused listings: ≤ 4 at
+    // N = 200, ≤ 6 at N = 1,000); outages use none. The window lasts until a batch in doubt has used
+    // them all, about half a second each, and the backfill waits meanwhile: 20, not more.
+    SYNC_ATTEMPTS: '20',
     SYNC_BACKOFF_BASE: '25ms',
     SYNC_BACKOFF_MAX: '400ms',
     CLASSROOM_TIMEOUT: '1s',
@@ -182,6 +186,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   let sandbox: Awaited<ReturnType<typeof startSandbox>> | undefined;
   let runtime: ReturnType<typeof createRuntime> | undefined;
   const workers: WorkerProcess[] = [];
+  // As many ready to take over as the fleet has: after a fleet kill, a new fleet runs within a
+  // second instead of loading its modules for several while no worker runs. Made now, they load
+  // while the servers start; taken, they run with the environment as it is then.
+  const standbys = new Standbys(env, { ready: options.workers });
   const beforeCleanup: (() => Promise<void>)[] = [];
   // Whatever fails, the workers, the servers, the sandbox and the accounts file go. A failed run
   // reports its own error; a cleanup that fails is printed, and fails a run that did not.
@@ -211,7 +219,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await LeaseAuditor.install(config.databaseUrl);
     runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
     trace('servers and sandbox up; starting the run');
-    report = await chaosRun({ options, random, env, postgres, redis, sandbox, runtime, workers, beforeCleanup, accounts, databaseName, started });
+    report = await chaosRun({ options, random, env, postgres, redis, sandbox, runtime, workers, standbys, beforeCleanup, accounts, databaseName, started });
   } finally {
     const attempt = async (what: string, step: () => Promise<unknown> | unknown) => {
       trace(`cleanup: ${what}`);
@@ -224,6 +232,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     };
     for (const step of beforeCleanup) await attempt('the change driver', step);
     for (const w of workers) w.kill9();
+    await attempt('the standby workers', () => standbys.close());
     await attempt('the runtime', () => runtime?.close());
     await attempt('the sandbox', () => sandbox?.close());
     await attempt('Redis', () => redis.kill());
@@ -245,6 +254,8 @@ interface RunInput {
   runtime: ReturnType<typeof createRuntime>;
   /** Filled as workers are spawned, so the caller can kill every one of them, whatever happens. */
   workers: WorkerProcess[];
+  /** Where new workers come from. */
+  standbys: Standbys;
   /** What the caller runs first when the run ends, whatever happens (the change driver's stop). */
   beforeCleanup: (() => Promise<void>)[];
   accounts: ReturnType<typeof chaosAccounts> | undefined;
@@ -254,14 +265,14 @@ interface RunInput {
 
 /** The run itself, on servers and a sandbox that `runChaos` started and will remove. */
 async function chaosRun(input: RunInput): Promise<ChaosReport> {
-  const { options, random, env, postgres, redis, sandbox, runtime, workers, accounts, databaseName } = input;
+  const { options, random, env, postgres, redis, sandbox, runtime, workers, standbys, accounts, databaseName } = input;
   const lines: WorkerLine[] = [];
   const doubt = new DoubtDrivers(runtime, sandbox, options.seed);
   doubt.listen();
   let listingFigures: ListingWindowFigures = { lastedMs: 0, exhausted: 0, closedBy: 'never', lostAnswer: undefined };
   // The listing window runs beside the plan (kills, restarts, key windows).
   let listingDone: Promise<void> = Promise.resolve();
-  const spawnWorker = () => workers.push(new WorkerProcess(env, (line) => lines.push(line)));
+  const spawnWorker = () => workers.push(new WorkerProcess(env, (line) => lines.push(line), standbys));
   for (let i = 0; i < options.workers; i++) spawnWorker();
   const alive = () => workers.filter((w) => w.alive);
   const kills = { single: 0, fleetAfterAddClass: 0, processesKilled: 0 };
@@ -353,7 +364,7 @@ async function chaosRun(input: RunInput): Promise<ChaosReport> {
       await nextRequest(sandbox);
       // With accounts, the first window refuses one account's key only: the others keep syncing.
       const only = accounts && keyWindows % 2 === 0 ? { accounts: [accounts.names[0]!] } : {};
-      refuseKey(sandbox, { status: keyWindows % 2 === 0 ? 401 : 403, forMs: 6_000, ...only });
+      refuseKey(sandbox, { status: keyWindows % 2 === 0 ? 401 : 403, forMs: KEY_WINDOW_MS, ...only });
       keyWindows += 1;
     } else if (action.kind === 'listing') {
       listingDone = listingWindow(sandbox, runtime.database.db).then((figures) => {
@@ -430,6 +441,12 @@ function chaosAccounts(n: number) {
 }
 
 type Action = { progress: number; delayMs: number; kind: 'single' | 'fleet' | 'redis' | 'postgres' | 'postgres_restart' | 'key' | 'listing' };
+
+/**
+ * How long each key window lasts: six key probes (CLASSROOM_KEY_PROBE_EVERY) and a few dozen calls
+ * at the fleet's pace. In the second every key is refused and the whole fleet waits.
+ */
+const KEY_WINDOW_MS = 3_000;
 
 /** How long the restart keeps PostgreSQL down (every connection refused). */
 const POSTGRES_DOWN_MS = 1_500;

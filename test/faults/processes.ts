@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { MissingToolError, isExecutable, redisSpawnError, requireRedisPrograms } from '../helpers/tools.ts';
 import { BIN } from '../helpers/cli.ts';
+import type { Standbys } from './standbys.ts';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -292,8 +293,9 @@ export class WorkerProcess {
   private killed = false;
   readonly exited: Promise<number | null>;
 
-  constructor(env: Record<string, string>, onLine: (line: WorkerLine) => void) {
-    this.child = spawn(process.execPath, [BIN, 'worker'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  /** Spawns `classroom-sync worker` with `env`, or takes one of `standbys` (made with stdout and stderr piped). */
+  constructor(env: Record<string, string>, onLine: (line: WorkerLine) => void, standbys?: Standbys) {
+    this.child = standbys ? standbys.take() : spawn(process.execPath, [BIN, 'worker'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       this.buffer += chunk;
       for (let nl = this.buffer.indexOf('\n'); nl >= 0; nl = this.buffer.indexOf('\n')) {

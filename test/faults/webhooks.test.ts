@@ -6,17 +6,38 @@
 import { expect, it } from 'vitest';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { rowsOf, untilAllSynced } from '../helpers/batches.ts';
-import { killAllChildren, startCli } from '../helpers/cli.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 import { newSecret, startReceiver, verify } from '../helpers/webhook-receiver.ts';
-import { freePort } from './processes.ts';
+import { WorkerProcess, freePort } from './processes.ts';
+import { Standbys } from './standbys.ts';
 
 const N = 40;
 const { h, defer } = useHarness({ env: { SYNC_CONCURRENCY: '4' } });
+// Filled once the harness is up; the two workers load their modules meanwhile (standbys.ts).
+const env: Record<string, string> = {};
+const standbys = new Standbys(env, { ready: 2, total: 2 });
+
+/** A worker process taken from the standbys, once it says it started. */
+async function startWorker(what: string): Promise<WorkerProcess> {
+  const worker = new WorkerProcess(env, () => {}, standbys);
+  await waitFor(
+    () => {
+      if (!worker.alive) throw new Error(`${what} exited before it started: ${worker.stderrTail}`);
+      return worker.started;
+    },
+    what,
+    60_000,
+  );
+  return worker;
+}
 
 it('every batch.synced arrives once per event id, verified, with the stored class and link, through an outage, 500s, a hang and a killed worker', async () => {
-  defer(killAllChildren);
+  const workers: WorkerProcess[] = [];
+  defer(async () => {
+    for (const worker of workers) worker.kill9();
+    await standbys.close();
+  });
   const port = await freePort();
   const receiver = await startReceiver({ port, down: true });
   defer(() => receiver.close());
@@ -29,7 +50,7 @@ it('every batch.synced arrives once per event id, verified, with the stored clas
     return answer;
   };
   const secret = newSecret();
-  const env = {
+  Object.assign(env, {
     ...h.env,
     PORT: '0',
     HOST: '127.0.0.1',
@@ -39,11 +60,11 @@ it('every batch.synced arrives once per event id, verified, with the stored clas
     WEBHOOK_SECRET: secret,
     WEBHOOK_TIMEOUT: '1s',
     WEBHOOK_RETRY_SCHEDULE: '500ms',
-  };
+  });
   // Calls slow enough that the kill finds batches mid-run.
   h.sandbox.faults.set({ latencyMs: 60 });
-  const first = startCli(['worker'], { env, timeoutMs: 120_000 });
-  await first.waitForOutput(/worker started/, 'the first worker started');
+  const first = await startWorker('the first worker');
+  workers.push(first);
   const batches = Array.from({ length: N }, (_, i) => ({ batchId: `wh-${i}`, name: `Webhook class ${String(i).padStart(3, '0')}`, subject: 'Maths' }));
   await publishBatches(publishDepsOf(h), batches);
 
@@ -53,14 +74,14 @@ it('every batch.synced arrives once per event id, verified, with the stored clas
   await waitFor(() => synced(5), 'some batches synced', 60_000);
   await receiver.listen();
   await waitFor(() => synced(15), 'more batches synced', 60_000);
-  first.signal('SIGKILL');
-  await first.result;
+  first.kill9();
+  await first.exited;
   expect(
     (await rowsOf(h)).some((r) => r.state !== 'synced'),
     'the kill came mid-run',
   ).toBe(true);
-  const second = startCli(['worker'], { env, timeoutMs: 120_000 });
-  await second.waitForOutput(/worker started/, 'the second worker started');
+  const second = await startWorker('the second worker');
+  workers.push(second);
 
   const rows = await untilAllSynced(h, { count: N }, 90_000);
   await waitFor(() => ok.size >= N || undefined, 'every message delivered', 90_000);
@@ -83,6 +104,5 @@ it('every batch.synced arrives once per event id, verified, with the stored clas
     }
   }
   expect(h.sandbox.state().classCount).toBe(N);
-  second.signal('SIGTERM');
-  await second.result;
+  await second.stop();
 }, 240_000);
