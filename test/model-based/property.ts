@@ -24,8 +24,10 @@
 // known defect), MODEL_FOCUS=kind counts only those whose kind starts with it (to shrink one);
 // MODEL_TRACE=1 adds the batch's audit trail to a failure; MODEL_STATS=1 prints what the sequences exercised.
 import fc from 'fast-check';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { depth } from '../helpers/depth.ts';
+import { PG_SERVER } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 import { type Sequence, initialModel, racingArbOf, sequentialArb } from './commands.ts';
 import { installObserver } from './invariants.ts';
@@ -42,13 +44,32 @@ const IGNORE = (env.MODEL_IGNORE ?? '').split(',').filter(Boolean);
 /** Whether a violation of `kind` fails the property (see MODEL_IGNORE and MODEL_FOCUS above). */
 const counts = (kind: string) => kind.startsWith(env.MODEL_FOCUS ?? '') && !IGNORE.some((prefix) => kind.startsWith(prefix));
 
+/**
+ * Commits on the property's database return before their WAL is flushed to disk (synchronous_commit
+ * off, set on the database before its pool opens a connection): what the other sessions see, and
+ * when, is unchanged; only a crash of PostgreSQL itself could lose the last commits, and no sequence
+ * crashes it. A sequence commits dozens of times, each otherwise waiting for an fsync.
+ */
+async function commitWithoutFlush(databaseName: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
+  await admin.connect();
+  try {
+    await admin.query(`alter database ${pg.escapeIdentifier(databaseName)} set synchronous_commit = off`);
+  } finally {
+    await admin.end();
+  }
+}
+
 /** The test of one property (a file's whole body): its harness, its seed printed, RUNS sequences. */
 export function batchModelProperty(property: Property): void {
   const seed = Number(env.FC_SEED ?? Math.floor(Math.random() * 0x7fffffff));
   console.log(`batch-model ${property} seed`, seed, `(FC_SEED=${seed} replays; ${RUNS} sequences)`);
 
   const { h } = useHarness({ env: { CLASSROOM_TIMEOUT: '300ms', SYNC_LEASE: '3s' } });
-  beforeAll(() => installObserver(h.runtime.database.pool));
+  beforeAll(async () => {
+    await commitWithoutFlush(h.databaseName);
+    await installObserver(h.runtime.database.pool);
+  });
 
   let sequences = 0;
   const seen: Record<string, number> = {};
