@@ -31,7 +31,7 @@ import { PG_SERVER } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 import { type Sequence, initialModel, racingArbOf, sequentialArb } from './commands.ts';
 import { installObserver } from './invariants.ts';
-import { RealSystem } from './real-system.ts';
+import { REQUEST_TIMEOUT_MS, RealSystem } from './real-system.ts';
 import { driveToRest } from './rest.ts';
 
 export type Property = 'sequential' | 'racing';
@@ -65,7 +65,7 @@ export function batchModelProperty(property: Property): void {
   const seed = Number(env.FC_SEED ?? Math.floor(Math.random() * 0x7fffffff));
   console.log(`batch-model ${property} seed`, seed, `(FC_SEED=${seed} replays; ${RUNS} sequences)`);
 
-  const { h } = useHarness({ env: { CLASSROOM_TIMEOUT: '300ms', SYNC_LEASE: '3s' } });
+  const { h } = useHarness({ env: { CLASSROOM_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`, SYNC_LEASE: '3s' } });
   beforeAll(async () => {
     await commitWithoutFlush(h.databaseName);
     await installObserver(h.runtime.database.pool);

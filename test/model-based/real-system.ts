@@ -19,8 +19,26 @@ import { type Harness, publishDepsOf } from '../helpers/harness.ts';
 import { type CallObserver, observedClient } from './clients.ts';
 import type { Zombie } from './zombies.ts';
 
-/** Short everything (as state-machine.property.test.ts): a lease of 900 ms is renewed every 300 ms. */
-export const SETTINGS: SyncSettings = { leaseMs: 900, settleMs: 5, requestTimeoutMs: 300, readLagMs: 0, throttlePauseMs: 50, nameRules: { minCut: 16 } };
+/**
+ * CLASSROOM_TIMEOUT of the harness's client, and the runs' `requestTimeoutMs` alike (as a worker
+ * derives it): how long after a call of unknown outcome it may still land. The sandbox answers in
+ * milliseconds, and the waits that follow such a call (an edit in flight, the patience of a settle)
+ * are multiples of it.
+ */
+export const REQUEST_TIMEOUT_MS = 100;
+
+/**
+ * Short everything: a lease of 450 ms is renewed every 150 ms, so a paused run's heartbeat finds its
+ * lease gone (zombies.ts, a takeover) within 150 ms.
+ */
+export const SETTINGS: SyncSettings = {
+  leaseMs: 450,
+  settleMs: 5,
+  requestTimeoutMs: REQUEST_TIMEOUT_MS,
+  readLagMs: 0,
+  throttlePauseMs: 50,
+  nameRules: { minCut: 16 },
+};
 
 /** What the commands predict from: the newest accepted values, whether a cancel is wanted, what the remote lost. */
 export interface Model {
