@@ -1,8 +1,9 @@
 // The design's invariants, checked against the real system after every command: the batch's row,
 // the sandbox's ground truth, and the webhook messages the outbox trigger wrote (with what the row
 // held when each was written: mbt_message_facts, filled by a test-only trigger, see installObserver).
+import { and, eq, sql } from 'drizzle-orm';
 import type pg from 'pg';
-import type { BatchRow } from '../../src/db/schema/index.ts';
+import { type BatchRow, batchClasses } from '../../src/db/schema/index.ts';
 import { renderClassName } from '../../src/sync/names.ts';
 import { publishDepsOf } from '../helpers/harness.ts';
 import type { Model, RealSystem } from './real-system.ts';
@@ -33,7 +34,7 @@ export function expectedName(real: RealSystem, model: Model): string {
 
 /** Every invariant of the design that can be read from outside; throws naming each one broken. */
 export async function checkInvariants(real: RealSystem, model: Model, after: string): Promise<BatchRow> {
-  const row = await real.row();
+  const { row, messages, refused } = await observe(real);
   real.noteClasses();
   if (real.everClassIds.size > 1)
     real.violation('inv1-two-classes', `the batch has had ${real.everClassIds.size} classes: ${[...real.everClassIds].join(', ')}`);
@@ -42,7 +43,6 @@ export async function checkInvariants(real: RealSystem, model: Model, after: str
   real.count(`state ${row.state}${row.createSentAt !== null && row.classId === null ? ' in doubt' : ''}`);
   const facts = stateFactsProblem(row);
   if (facts) real.violation(`inv8-${row.state}`, facts);
-  const messages = await messagesOf(real.pool, real);
   for (const m of messages) {
     if (m.type !== 'batch.updated') continue;
     if (m.data.className !== m.className || m.data.subject !== m.appliedSubject) {
@@ -50,7 +50,7 @@ export async function checkInvariants(real: RealSystem, model: Model, after: str
       real.violation('webhook-updated-payload', `batch.updated announced ${JSON.stringify(m.data)} while the class had been given ${applied}`);
     }
   }
-  if (atRest(row)) atRestProblems(real, model, row, messages, await refusedRevisions(real));
+  if (atRest(row)) atRestProblems(real, model, row, messages, refused);
   const found = real.takeViolations();
   if (found.length > 0) {
     const lines = found.map((v) => `  [${v.kind}] ${v.message}`).join('\n');
@@ -58,6 +58,30 @@ export async function checkInvariants(real: RealSystem, model: Model, after: str
     throw new Error(`after ${after}: ${found.length} violation(s) of the design\n${lines}\n  row: ${describe(row)}${trail}`);
   }
   return row;
+}
+
+/**
+ * What the invariants read, in one statement (one snapshot): the batch's row; its webhook messages,
+ * oldest first, each with what its row held when it was written (mbt_message_facts); and the
+ * revisions whose edit-class the remote refused (their `class_edit_refused` lines: the durable record).
+ * The subqueries name the row's columns as batch_classes.x: Drizzle writes a column interpolated into
+ * a template unqualified, which a subquery would take for a column of its own table.
+ */
+async function observe(real: RealSystem): Promise<{ row: BatchRow; messages: Message[]; refused: Set<number> }> {
+  const [found] = await real.db
+    .select({
+      row: batchClasses,
+      messages: sql<Message[]>`coalesce((
+        select json_agg(json_build_object('type', m.type, 'data', m.data, 'className', f.class_name, 'appliedSubject', f.applied_subject) order by m.id)
+          from webhook_messages m left join mbt_message_facts f on f.message_id = m.message_id
+         where m.institute_id = batch_classes.institute_id and m.batch_id = batch_classes.batch_id), '[]'::json)`,
+      refused: sql<number[]>`array(
+        select (e.detail ->> 'revision')::int from batch_events e where e.batch_row_id = batch_classes.id and e.type = 'class_edit_refused')`,
+    })
+    .from(batchClasses)
+    .where(and(eq(batchClasses.instituteId, real.key.instituteId), eq(batchClasses.batchId, real.key.batchId)));
+  if (!found) throw new Error(`batch ${real.key.batchId} has no row`);
+  return { row: found.row, messages: found.messages, refused: new Set(found.refused) };
 }
 
 /** The batch's audit trail (MODEL_TRACE=1), oldest first: who moved it where, and which calls they made. */
@@ -76,16 +100,6 @@ async function trailOf(real: RealSystem): Promise<string> {
           .join(' ')}`,
     )
     .join('\n');
-}
-
-/** The revisions whose edit-class the remote refused (their `class_edit_refused` lines: the durable record). */
-async function refusedRevisions(real: RealSystem): Promise<Set<number>> {
-  const { rows } = await real.pool.query<{ revision: number }>(
-    `select (e.detail ->> 'revision')::int as revision from batch_events e join batch_classes b on b.id = e.batch_row_id
-      where b.institute_id = $1 and b.batch_id = $2 and e.type = 'class_edit_refused'`,
-    [real.key.instituteId, real.key.batchId],
-  );
-  return new Set(rows.map((r) => r.revision));
 }
 
 /** Invariants 4, 5 and 6: what a batch at rest must show. */
@@ -110,16 +124,6 @@ function atRestProblems(real: RealSystem, model: Model, row: BatchRow, messages:
     const said = last ? `${last.type} (state ${last.data.state})` : 'nothing';
     real.violation('inv6-last-word', `at rest in ${row.state}, but the last webhook message is ${said}`);
   }
-}
-
-async function messagesOf(pool: pg.Pool, real: RealSystem): Promise<Message[]> {
-  const { rows } = await pool.query<Message>(
-    `select m.type, m.data, f.class_name as "className", f.applied_subject as "appliedSubject"
-       from webhook_messages m left join mbt_message_facts f on f.message_id = m.message_id
-      where m.institute_id = $1 and m.batch_id = $2 order by m.id`,
-    [real.key.instituteId, real.key.batchId],
-  );
-  return rows;
 }
 
 /** The facts of a row, for a counterexample. */
