@@ -1,21 +1,13 @@
 // The design's invariants, checked against the real system after every command: the batch's row,
 // the sandbox's ground truth, and the webhook messages the outbox trigger wrote (with what the row
 // held when each was written: mbt_message_facts, filled by a test-only trigger, see installObserver).
-import { and, eq, sql } from 'drizzle-orm';
 import type pg from 'pg';
-import { type BatchRow, batchClasses } from '../../src/db/schema/index.ts';
+import type { BatchRow } from '../../src/db/schema/index.ts';
 import { renderClassName } from '../../src/sync/names.ts';
 import { publishDepsOf } from '../helpers/harness.ts';
 import type { Model, RealSystem } from './real-system.ts';
+import { type Message, readObserved } from './reads.ts';
 import { atRest, stateFactsProblem } from './rules.ts';
-
-/** A webhook message of the batch and what its row held when the message was written. */
-interface Message {
-  type: string;
-  data: { state?: string; className?: string; subject?: string };
-  className: string | null;
-  appliedSubject: string | null;
-}
 
 /** The state each last word may announce (an undo announces itself, whatever state it leads to: see the report). */
 const LAST_WORD: Record<string, readonly string[]> = {
@@ -34,7 +26,7 @@ export function expectedName(real: RealSystem, model: Model): string {
 
 /** Every invariant of the design that can be read from outside; throws naming each one broken. */
 export async function checkInvariants(real: RealSystem, model: Model, after: string): Promise<BatchRow> {
-  const { row, messages, refused } = await observe(real);
+  const { row, messages, refused } = await readObserved(real.db, real.key);
   real.noteClasses();
   if (real.everClassIds.size > 1)
     real.violation('inv1-two-classes', `the batch has had ${real.everClassIds.size} classes: ${[...real.everClassIds].join(', ')}`);
@@ -58,30 +50,6 @@ export async function checkInvariants(real: RealSystem, model: Model, after: str
     throw new Error(`after ${after}: ${found.length} violation(s) of the design\n${lines}\n  row: ${describe(row)}${trail}`);
   }
   return row;
-}
-
-/**
- * What the invariants read, in one statement (one snapshot): the batch's row; its webhook messages,
- * oldest first, each with what its row held when it was written (mbt_message_facts); and the
- * revisions whose edit-class the remote refused (their `class_edit_refused` lines: the durable record).
- * The subqueries name the row's columns as batch_classes.x: Drizzle writes a column interpolated into
- * a template unqualified, which a subquery would take for a column of its own table.
- */
-async function observe(real: RealSystem): Promise<{ row: BatchRow; messages: Message[]; refused: Set<number> }> {
-  const [found] = await real.db
-    .select({
-      row: batchClasses,
-      messages: sql<Message[]>`coalesce((
-        select json_agg(json_build_object('type', m.type, 'data', m.data, 'className', f.class_name, 'appliedSubject', f.applied_subject) order by m.id)
-          from webhook_messages m left join mbt_message_facts f on f.message_id = m.message_id
-         where m.institute_id = batch_classes.institute_id and m.batch_id = batch_classes.batch_id), '[]'::json)`,
-      refused: sql<number[]>`array(
-        select (e.detail ->> 'revision')::int from batch_events e where e.batch_row_id = batch_classes.id and e.type = 'class_edit_refused')`,
-    })
-    .from(batchClasses)
-    .where(and(eq(batchClasses.instituteId, real.key.instituteId), eq(batchClasses.batchId, real.key.batchId)));
-  if (!found) throw new Error(`batch ${real.key.batchId} has no row`);
-  return { row: found.row, messages: found.messages, refused: new Set(found.refused) };
 }
 
 /** The batch's audit trail (MODEL_TRACE=1), oldest first: who moved it where, and which calls they made. */

@@ -14,9 +14,9 @@ import type { FaultConfig, SandboxOperation, StoredClass } from '../../src/sandb
 import { DeferError, LeaseLostError, PermanentSyncError, failureOf } from '../../src/sync/errors.ts';
 import { type SyncSettings, runBatch } from '../../src/sync/machine.ts';
 import { bothQueues } from '../../src/sync/queue.ts';
-import { rowOf } from '../helpers/batches.ts';
 import { type Harness, publishDepsOf } from '../helpers/harness.ts';
 import { type CallObserver, observedClient } from './clients.ts';
+import { readRow } from './reads.ts';
 import type { Zombie } from './zombies.ts';
 
 /**
@@ -138,10 +138,8 @@ export class RealSystem {
     return this.found.splice(0);
   }
 
-  async row(): Promise<BatchRow> {
-    const row = await rowOf(this.h, this.key.batchId, this.key.instituteId);
-    if (!row) throw new Error(`batch ${this.key.batchId} has no row`);
-    return row;
+  row(): Promise<BatchRow> {
+    return readRow(this.db, this.key);
   }
 
   /** The batch's classes on the remote now: every class the sandbox holds but those someone else made. */
@@ -193,10 +191,11 @@ export class RealSystem {
   private observer(workerId: string, tracking: { ended: boolean; epoch: number | undefined }): CallObserver {
     return {
       leaving: async (op: SandboxOperation, signal: AbortSignal | undefined) => {
-        const { rows } = await this.pool.query<{ owner: string | null; epoch: number; live: boolean | null }>(
-          'select lease_owner as owner, lease_epoch as epoch, lease_expires_at > now() as live from batch_classes where institute_id = $1 and batch_id = $2',
-          [this.key.instituteId, this.key.batchId],
-        );
+        const { rows } = await this.pool.query<{ owner: string | null; epoch: number; live: boolean | null }>({
+          name: 'mbt_lease',
+          text: 'select lease_owner as owner, lease_epoch as epoch, lease_expires_at > now() as live from batch_classes where institute_id = $1 and batch_id = $2',
+          values: [this.key.instituteId, this.key.batchId],
+        });
         // Aborted (its heartbeat found the lease gone): the request is not sent after all.
         if (signal?.aborted || !rows[0]) return;
         if (tracking.ended) this.violation('inv3-call-after-run-ended', `${workerId} sent ${op} after its run had returned`);
