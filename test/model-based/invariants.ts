@@ -6,7 +6,7 @@ import type { BatchRow } from '../../src/db/schema/index.ts';
 import { renderClassName } from '../../src/sync/names.ts';
 import { publishDepsOf } from '../helpers/harness.ts';
 import type { Model, RealSystem } from './real-system.ts';
-import { type Message, readObserved } from './reads.ts';
+import { type Message, type Observed, readObserved } from './reads.ts';
 import { atRest, stateFactsProblem } from './rules.ts';
 
 /** The state each last word may announce (an undo announces itself, whatever state it leads to: see the report). */
@@ -24,9 +24,12 @@ export function expectedName(real: RealSystem, model: Model): string {
   return renderClassName(template, { name: model.name, batchId: real.key.batchId, subject: model.subject });
 }
 
-/** Every invariant of the design that can be read from outside; throws naming each one broken. */
-export async function checkInvariants(real: RealSystem, model: Model, after: string): Promise<BatchRow> {
-  const { row, messages, refused } = await readObserved(real.db, real.key);
+/**
+ * Every invariant of the design that can be read from outside; throws naming each one broken. `seen`:
+ * the view just read after the command's last change, if its path read it (else it is read now).
+ */
+export async function checkInvariants(real: RealSystem, model: Model, after: string, seen?: Observed): Promise<BatchRow> {
+  const { row, messages, refused } = seen ?? (await readObserved(real.db, real.key));
   real.noteClasses();
   if (real.everClassIds.size > 1)
     real.violation('inv1-two-classes', `the batch has had ${real.everClassIds.size} classes: ${[...real.everClassIds].join(', ')}`);

@@ -15,6 +15,13 @@ export interface Message {
   appliedSubject: string | null;
 }
 
+/** The invariants' view of the batch: its row, its webhook messages, the revisions whose edit the remote refused. */
+export interface Observed {
+  row: BatchRow;
+  messages: Message[];
+  refused: Set<number>;
+}
+
 const byKey = () => and(eq(batchClasses.instituteId, sql.placeholder('instituteId')), eq(batchClasses.batchId, sql.placeholder('batchId')));
 
 function prepared(db: Db) {
@@ -62,7 +69,7 @@ export async function readRow(db: Db, key: BatchKey): Promise<BatchRow> {
 }
 
 /** The batch's row, its webhook messages and the refused revisions, in one snapshot; throws when it has no row. */
-export async function readObserved(db: Db, key: BatchKey): Promise<{ row: BatchRow; messages: Message[]; refused: Set<number> }> {
+export async function readObserved(db: Db, key: BatchKey): Promise<Observed> {
   const [found] = await readsOf(db).observed.execute({ ...key });
   if (!found) throw new Error(`batch ${key.batchId} has no row`);
   return { row: found.row, messages: found.messages, refused: new Set(found.refused) };

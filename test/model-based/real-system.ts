@@ -16,7 +16,7 @@ import { type SyncSettings, runBatch } from '../../src/sync/machine.ts';
 import { bothQueues } from '../../src/sync/queue.ts';
 import { type Harness, publishDepsOf } from '../helpers/harness.ts';
 import { type CallObserver, observedClient } from './clients.ts';
-import { readRow } from './reads.ts';
+import { type Observed, readObserved, readRow } from './reads.ts';
 import type { Zombie } from './zombies.ts';
 
 /**
@@ -77,6 +77,8 @@ export class RealSystem {
   scheduler: fc.Scheduler | undefined;
   private readonly found: Violation[] = [];
   private runs = 0;
+  /** What a path read right after its change (`viewAfterChange`), until the command that ran it takes it. */
+  private afterChange: Observed | undefined;
 
   private constructor(
     readonly h: Harness,
@@ -140,6 +142,22 @@ export class RealSystem {
 
   row(): Promise<BatchRow> {
     return readRow(this.db, this.key);
+  }
+
+  /**
+   * The invariants' view right after a path's change (actions.ts `ruled`), kept for the command that
+   * ran the path: a Step checks the invariants on it (commands.ts) instead of reading it again.
+   */
+  async viewAfterChange(): Promise<Observed> {
+    this.afterChange = await readObserved(this.db, this.key);
+    return this.afterChange;
+  }
+
+  /** The view `viewAfterChange` kept, once; undefined if none was kept since the last take. */
+  takeViewAfterChange(): Observed | undefined {
+    const view = this.afterChange;
+    this.afterChange = undefined;
+    return view;
   }
 
   /** The batch's classes on the remote now: every class the sandbox holds but those someone else made. */
