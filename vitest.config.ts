@@ -29,7 +29,7 @@ const SYSTEM = [
   'test/integration/webhooks.test.ts',
   'test/integration/http-shutdown.test.ts',
   'test/integration/recovery.test.ts',
-  'test/integration/batch-model.property.test.ts',
+  'test/integration/batch-model.*.property.test.ts',
 ];
 
 // Suites that start several worker processes (and their own Redis servers) run last and one at a

@@ -35,11 +35,14 @@ export interface Action {
 const logger = createLogger({ level: 'silent' });
 const action = (name: string, act: Action['act']): Action => ({ name, act, toString: () => name }) as Action;
 
-/** Runs `change` between two reads of the row and records what `rule` finds wrong with the move. */
+/**
+ * Runs `change` between two reads of the row and records what `rule` finds wrong with the move. The
+ * read after is the invariants' whole view, kept for the Step that ran this path (its last act).
+ */
 async function ruled(r: RealSystem, kind: string, change: () => Promise<unknown>, rule: (before: BatchRow, after: BatchRow) => string | undefined) {
   const before = await r.row();
   await change();
-  const problem = rule(before, await r.row());
+  const problem = rule(before, (await r.viewAfterChange()).row);
   if (!problem) return;
   // Named by the state it should have reached ("expected <state> …") and the state it left, so one can be looked past.
   const expected = problem.startsWith('expected ') ? `-${problem.split(' ')[1]}` : '';

@@ -6,15 +6,8 @@ import type { BatchRow } from '../../src/db/schema/index.ts';
 import { renderClassName } from '../../src/sync/names.ts';
 import { publishDepsOf } from '../helpers/harness.ts';
 import type { Model, RealSystem } from './real-system.ts';
+import { type Message, type Observed, readObserved } from './reads.ts';
 import { atRest, stateFactsProblem } from './rules.ts';
-
-/** A webhook message of the batch and what its row held when the message was written. */
-interface Message {
-  type: string;
-  data: { state?: string; className?: string; subject?: string };
-  className: string | null;
-  appliedSubject: string | null;
-}
 
 /** The state each last word may announce (an undo announces itself, whatever state it leads to: see the report). */
 const LAST_WORD: Record<string, readonly string[]> = {
@@ -31,9 +24,12 @@ export function expectedName(real: RealSystem, model: Model): string {
   return renderClassName(template, { name: model.name, batchId: real.key.batchId, subject: model.subject });
 }
 
-/** Every invariant of the design that can be read from outside; throws naming each one broken. */
-export async function checkInvariants(real: RealSystem, model: Model, after: string): Promise<BatchRow> {
-  const row = await real.row();
+/**
+ * Every invariant of the design that can be read from outside; throws naming each one broken. `seen`:
+ * the view just read after the command's last change, if its path read it (else it is read now).
+ */
+export async function checkInvariants(real: RealSystem, model: Model, after: string, seen?: Observed): Promise<BatchRow> {
+  const { row, messages, refused } = seen ?? (await readObserved(real.db, real.key));
   real.noteClasses();
   if (real.everClassIds.size > 1)
     real.violation('inv1-two-classes', `the batch has had ${real.everClassIds.size} classes: ${[...real.everClassIds].join(', ')}`);
@@ -42,7 +38,6 @@ export async function checkInvariants(real: RealSystem, model: Model, after: str
   real.count(`state ${row.state}${row.createSentAt !== null && row.classId === null ? ' in doubt' : ''}`);
   const facts = stateFactsProblem(row);
   if (facts) real.violation(`inv8-${row.state}`, facts);
-  const messages = await messagesOf(real.pool, real);
   for (const m of messages) {
     if (m.type !== 'batch.updated') continue;
     if (m.data.className !== m.className || m.data.subject !== m.appliedSubject) {
@@ -50,7 +45,7 @@ export async function checkInvariants(real: RealSystem, model: Model, after: str
       real.violation('webhook-updated-payload', `batch.updated announced ${JSON.stringify(m.data)} while the class had been given ${applied}`);
     }
   }
-  if (atRest(row)) atRestProblems(real, model, row, messages, await refusedRevisions(real));
+  if (atRest(row)) atRestProblems(real, model, row, messages, refused);
   const found = real.takeViolations();
   if (found.length > 0) {
     const lines = found.map((v) => `  [${v.kind}] ${v.message}`).join('\n');
@@ -78,16 +73,6 @@ async function trailOf(real: RealSystem): Promise<string> {
     .join('\n');
 }
 
-/** The revisions whose edit-class the remote refused (their `class_edit_refused` lines: the durable record). */
-async function refusedRevisions(real: RealSystem): Promise<Set<number>> {
-  const { rows } = await real.pool.query<{ revision: number }>(
-    `select (e.detail ->> 'revision')::int as revision from batch_events e join batch_classes b on b.id = e.batch_row_id
-      where b.institute_id = $1 and b.batch_id = $2 and e.type = 'class_edit_refused'`,
-    [real.key.instituteId, real.key.batchId],
-  );
-  return new Set(rows.map((r) => r.revision));
-}
-
 /** Invariants 4, 5 and 6: what a batch at rest must show. */
 function atRestProblems(real: RealSystem, model: Model, row: BatchRow, messages: Message[], refused: ReadonlySet<number>): void {
   const classes = real.ownClasses();
@@ -110,16 +95,6 @@ function atRestProblems(real: RealSystem, model: Model, row: BatchRow, messages:
     const said = last ? `${last.type} (state ${last.data.state})` : 'nothing';
     real.violation('inv6-last-word', `at rest in ${row.state}, but the last webhook message is ${said}`);
   }
-}
-
-async function messagesOf(pool: pg.Pool, real: RealSystem): Promise<Message[]> {
-  const { rows } = await pool.query<Message>(
-    `select m.type, m.data, f.class_name as "className", f.applied_subject as "appliedSubject"
-       from webhook_messages m left join mbt_message_facts f on f.message_id = m.message_id
-      where m.institute_id = $1 and m.batch_id = $2 order by m.id`,
-    [real.key.instituteId, real.key.batchId],
-  );
-  return rows;
 }
 
 /** The facts of a row, for a counterexample. */

@@ -14,13 +14,31 @@ import type { FaultConfig, SandboxOperation, StoredClass } from '../../src/sandb
 import { DeferError, LeaseLostError, PermanentSyncError, failureOf } from '../../src/sync/errors.ts';
 import { type SyncSettings, runBatch } from '../../src/sync/machine.ts';
 import { bothQueues } from '../../src/sync/queue.ts';
-import { rowOf } from '../helpers/batches.ts';
 import { type Harness, publishDepsOf } from '../helpers/harness.ts';
 import { type CallObserver, observedClient } from './clients.ts';
+import { type Observed, readObserved, readRow } from './reads.ts';
 import type { Zombie } from './zombies.ts';
 
-/** Short everything (as state-machine.property.test.ts): a lease of 900 ms is renewed every 300 ms. */
-export const SETTINGS: SyncSettings = { leaseMs: 900, settleMs: 5, requestTimeoutMs: 300, readLagMs: 0, throttlePauseMs: 50, nameRules: { minCut: 16 } };
+/**
+ * CLASSROOM_TIMEOUT of the harness's client, and the runs' `requestTimeoutMs` alike (as a worker
+ * derives it): how long after a call of unknown outcome it may still land. The sandbox answers in
+ * milliseconds, and the waits that follow such a call (an edit in flight, the patience of a settle)
+ * are multiples of it.
+ */
+export const REQUEST_TIMEOUT_MS = 100;
+
+/**
+ * Short everything: a lease of 450 ms is renewed every 150 ms, so a paused run's heartbeat finds its
+ * lease gone (zombies.ts, a takeover) within 150 ms.
+ */
+export const SETTINGS: SyncSettings = {
+  leaseMs: 450,
+  settleMs: 5,
+  requestTimeoutMs: REQUEST_TIMEOUT_MS,
+  readLagMs: 0,
+  throttlePauseMs: 50,
+  nameRules: { minCut: 16 },
+};
 
 /** What the commands predict from: the newest accepted values, whether a cancel is wanted, what the remote lost. */
 export interface Model {
@@ -59,6 +77,8 @@ export class RealSystem {
   scheduler: fc.Scheduler | undefined;
   private readonly found: Violation[] = [];
   private runs = 0;
+  /** What a path read right after its change (`viewAfterChange`), until the command that ran it takes it. */
+  private afterChange: Observed | undefined;
 
   private constructor(
     readonly h: Harness,
@@ -82,11 +102,11 @@ export class RealSystem {
     h.sandbox.reset();
     h.sandbox.faults.clear();
     h.sandbox.faults.set(real.baseFaults());
-    const pool = real.pool;
-    await pool.query('delete from batch_classes');
-    await pool.query('delete from reconciliation_runs');
-    await pool.query('delete from mbt_message_facts');
-    await Promise.all(bothQueues(h.runtime.queue).map((q) => q.drain(true)));
+    // One round trip for the tables (a simple query may hold several statements), beside the queues'.
+    await Promise.all([
+      real.pool.query('delete from batch_classes; delete from reconciliation_runs; delete from mbt_message_facts'),
+      ...bothQueues(h.runtime.queue).map((q) => q.drain(true)),
+    ]);
     await publishBatchCreated(publishDepsOf(h), { ...real.key, name: model.name, subject: model.subject, version: model.version });
     return real;
   }
@@ -120,10 +140,24 @@ export class RealSystem {
     return this.found.splice(0);
   }
 
-  async row(): Promise<BatchRow> {
-    const row = await rowOf(this.h, this.key.batchId, this.key.instituteId);
-    if (!row) throw new Error(`batch ${this.key.batchId} has no row`);
-    return row;
+  row(): Promise<BatchRow> {
+    return readRow(this.db, this.key);
+  }
+
+  /**
+   * The invariants' view right after a path's change (actions.ts `ruled`), kept for the command that
+   * ran the path: a Step checks the invariants on it (commands.ts) instead of reading it again.
+   */
+  async viewAfterChange(): Promise<Observed> {
+    this.afterChange = await readObserved(this.db, this.key);
+    return this.afterChange;
+  }
+
+  /** The view `viewAfterChange` kept, once; undefined if none was kept since the last take. */
+  takeViewAfterChange(): Observed | undefined {
+    const view = this.afterChange;
+    this.afterChange = undefined;
+    return view;
   }
 
   /** The batch's classes on the remote now: every class the sandbox holds but those someone else made. */
@@ -175,10 +209,11 @@ export class RealSystem {
   private observer(workerId: string, tracking: { ended: boolean; epoch: number | undefined }): CallObserver {
     return {
       leaving: async (op: SandboxOperation, signal: AbortSignal | undefined) => {
-        const { rows } = await this.pool.query<{ owner: string | null; epoch: number; live: boolean | null }>(
-          'select lease_owner as owner, lease_epoch as epoch, lease_expires_at > now() as live from batch_classes where institute_id = $1 and batch_id = $2',
-          [this.key.instituteId, this.key.batchId],
-        );
+        const { rows } = await this.pool.query<{ owner: string | null; epoch: number; live: boolean | null }>({
+          name: 'mbt_lease',
+          text: 'select lease_owner as owner, lease_epoch as epoch, lease_expires_at > now() as live from batch_classes where institute_id = $1 and batch_id = $2',
+          values: [this.key.instituteId, this.key.batchId],
+        });
         // Aborted (its heartbeat found the lease gone): the request is not sent after all.
         if (signal?.aborted || !rows[0]) return;
         if (tracking.ended) this.violation('inv3-call-after-run-ended', `${workerId} sent ${op} after its run had returned`);

@@ -3,6 +3,7 @@
 // fault-free path (runs, the sweep, an operator's retry of failed / needs_review a few times) must
 // bring the batch to rest, where the model says it ends: cancelled if a cancel is wanted, synced
 // otherwise (failed only if the remote lost its class), or abandoned if an operator gave it up.
+import type { BatchRow } from '../../src/db/schema/index.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { retryBatches } from '../../src/sync/retry-batches.ts';
 import { sweepStuckBatches } from '../../src/sync/sweep.ts';
@@ -40,7 +41,7 @@ export async function driveToRest(real: RealSystem, model: Model): Promise<void>
         await retryBatches(deps, { keys: [real.key] });
         continue;
       }
-      return arrived(real, model);
+      return arrived(real, model, row);
     }
     // A lease some run left behind (a write that extended it as the batch came to rest under it) runs out by itself.
     if (leaseLive(row)) await sleep(Math.min(1_000, row.leaseExpiresAt!.getTime() - Date.now() + 20));
@@ -53,9 +54,8 @@ export async function driveToRest(real: RealSystem, model: Model): Promise<void>
   await checkInvariants(real, model, 'the way to rest');
 }
 
-/** At rest: where the model says the batch ends, and its join link as the remote has it. */
-async function arrived(real: RealSystem, model: Model): Promise<void> {
-  const row = await real.row();
+/** At rest (`row`, just read): where the model says the batch ends, and its join link as the remote has it. */
+async function arrived(real: RealSystem, model: Model, row: BatchRow): Promise<void> {
   real.count(`rest: ${row.state}`);
   const expected = model.cancelWanted ? ['cancelled'] : model.classDeleted ? ['synced', 'failed'] : ['synced'];
   if (row.state !== 'abandoned' && !expected.includes(row.state)) {
