@@ -94,7 +94,8 @@ describe('worker process', () => {
   it('past SHUTDOWN_GRACE leaves a job awaiting the remote to its lease and exits 0; another worker settles the batch with one class', async () => {
     // The add-class takes effect, then its answer never comes within the test (CLASSROOM_TIMEOUT 2 min).
     h.sandbox.faults.set({ perOperation: { addClass: { hang: 1 } } });
-    const slow = { SHUTDOWN_GRACE: '1s', CLASSROOM_TIMEOUT: '120s', SYNC_LEASE: '5s' };
+    // The lease at the harness's 3 s: the next worker waits for it to expire before it settles the batch.
+    const slow = { SHUTDOWN_GRACE: '1s', CLASSROOM_TIMEOUT: '120s', SYNC_LEASE: '3s' };
     const a = startWorkerCli([], slow);
     const url = await urlOf(a);
     const event = { batchId: 'cut-1', name: 'Cut off 1', subject: 'Maths' };
@@ -109,7 +110,7 @@ describe('worker process', () => {
     expect((await rowsOf(h)).find((r) => r.batchId === event.batchId)?.state).toBe('creating');
 
     h.sandbox.faults.set({});
-    const b = startWorkerCli([], { SYNC_LEASE: '5s' });
+    const b = startWorkerCli([], { SYNC_LEASE: '3s' });
     await urlOf(b);
     await untilAllSynced(h, 'all', 60_000);
     expect(h.sandbox.state().byName[event.name]).toBe(1);
