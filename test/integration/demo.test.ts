@@ -38,7 +38,9 @@ async function demoRows(database: string) {
   }
 }
 
-describe('npm start -- --once', () => {
+// Each test runs demos on a database and queue prefix of their own (demoEnv), and much of a demo's
+// time is waiting (for PostgreSQL, for its worker to stop): the tests run side by side.
+describe.concurrent('npm start -- --once', () => {
   it('migrates a fresh database, syncs every sample batch, prints an aligned table with masked links, and exits 0', async () => {
     // No faults, so no retries, even if a cold process on a loaded machine is slow to answer.
     const { env, demoDatabase } = demoEnv({ CLASSROOM_TIMEOUT: '5s', SYNC_LEASE: '15s' });
