@@ -17,8 +17,8 @@ export interface StandbyOptions {
   /** How many to keep ready. */
   ready: number;
   /**
-   * How many processes to start in all, standbys and cold spawns: a standby loading modules that no
-   * one will take only takes a core from the workers that run.
+   * How many standbys to start in all (default: no limit); a take past them starts a process cold. A
+   * standby loading modules that no one will take only takes a core from the workers that run.
    */
   total?: number;
   /** The processes' stdout and stderr (default: both piped). */
