@@ -19,7 +19,11 @@ it('a rename sent while the key is refused (403) reaches the class once the key 
   await publishBatchUpdated(publishDepsOf(h), { batchId: 'k403', name: 'Key 403 new', version: 2 });
   const remoteName = () => h.sandbox.state().classes?.find((c) => c.id === synced.classId)?.name;
   await waitFor(() => remoteName() === 'Key 403 new', 'the rename to reach the class', 20_000);
-  const row = await rowOf(h, 'k403');
+  // The run records the rename once edit-class has answered: wait for that write, not just the remote.
+  const row = await waitFor(async () => {
+    const r = await rowOf(h, 'k403');
+    return r?.className === 'Key 403 new' && r;
+  }, 'the rename to be recorded');
   expect({ state: row?.state, className: row?.className, lastErrorKind: row?.lastErrorKind ?? null }).toEqual({
     state: 'synced',
     className: 'Key 403 new',
