@@ -200,11 +200,16 @@ async function lateWrites(held: Held[], since: string, owner: string) {
 async function settled(prefix: string) {
   const rows = await waitFor(
     async () => {
-      const found = await query<{ batch: string; name: string; state: string; error: string | null }>(
-        `select batch_id as batch, class_name as name, state, last_error as error from batch_classes where batch_id like $1`,
+      const found = await query<{ batch: string; name: string; state: string; error: string | null; attempts: number; owner: string | null }>(
+        `select batch_id as batch, class_name as name, state, last_error as error, attempts, lease_owner as owner from batch_classes where batch_id like $1`,
         [`${prefix}%`],
       );
-      return found.length === N && found.every((r) => ['synced', 'failed', 'needs_review', 'abandoned'].includes(r.state)) && found;
+      const moving = found.filter((r) => !['synced', 'failed', 'needs_review', 'abandoned'].includes(r.state));
+      if (found.length === N && moving.length === 0) return found;
+      // Named in the timeout's message, should they never come to rest.
+      throw new Error(
+        `${found.length} rows; not at rest: ${moving.map((r) => `${r.batch} ${r.state} (attempt ${r.attempts}, lease ${r.owner}): ${r.error}`).join('; ')}`,
+      );
     },
     `all ${N} batches at rest`,
     90_000,
