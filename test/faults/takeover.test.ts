@@ -6,12 +6,13 @@
 // worker wrote for it: written when the new run's first call returns, so it includes one call
 // (`callStartMs` in the report: when it left). The woken worker must write nothing after the
 // takeover, and stop cleanly once every batch is at rest (then it can write nothing more); the
-// sandbox must hold one class per batch.
+// sandbox must hold one class per batch. The two cases run side by side, each with a fleet and a
+// queue of its own.
 // WorkerProcess (processes.ts) hides its child (no pid, no SIGSTOP), hence the spawner below.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type ExpectStatic, afterAll, beforeAll, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
@@ -46,7 +47,7 @@ class Spawned {
   url: string | undefined;
   private buffer = '';
 
-  constructor() {
+  constructor(standbys: Standbys) {
     this.child = standbys.take();
     this.child.stdout!.setEncoding('utf8').on('data', (chunk: string) => this.read(chunk));
     this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
@@ -102,15 +103,23 @@ const env: Record<string, string> = {
   CLASSROOM_RATE_LIMIT_PER_MINUTE: '600000',
   RECONCILE_EVERY: '1h',
 };
-// Workers that loaded their modules while the servers start, or while the case before runs (a
-// fleet's start took 5 s and more on two busy cores). stderr (a crash, a failed start) goes straight
-// to the test's output.
-const standbys = new Standbys(env, { ready: 3, total: 6, output: ['pipe', 'inherit'] });
+/**
+ * The two cases run side by side, each in a queue of its own: its own fleet, its own jobs, its own
+ * publisher. Their workers load their modules while the servers start (standbys.ts: a fleet's start
+ * took 5 s and more on two busy cores); stderr (a crash, a failed start) goes straight to the test's output.
+ */
+const cases = { SIGKILL: caseOf('kill'), SIGSTOP: caseOf('freeze') };
 let redis: PrivateRedis | undefined;
 let sandbox: RunningSandbox | undefined;
 let runtime: Runtime | undefined;
 const workers: Spawned[] = [];
 const reports: CaseReport[] = [];
+
+function caseOf(name: string) {
+  const caseEnv = { ...env, QUEUE_PREFIX: `takeover-${id}-${name}` };
+  const standbys = new Standbys(caseEnv, { ready: 3, total: 3, output: ['pipe', 'inherit'] });
+  return { name, env: caseEnv, standbys, publisher: undefined as Runtime | undefined };
+}
 
 beforeAll(async () => {
   redis = new PrivateRedis(await freePort());
@@ -120,11 +129,15 @@ beforeAll(async () => {
   env.CLASSROOM_BASE_URL = sandbox.url;
   await runMigrations(loadConfig(env).databaseUrl);
   runtime = createRuntime(loadConfig(env), { logger: createLogger({ level: 'silent' }) });
+  for (const c of Object.values(cases)) {
+    Object.assign(c.env, { REDIS_URL: env.REDIS_URL, CLASSROOM_BASE_URL: env.CLASSROOM_BASE_URL });
+    c.publisher = createRuntime(loadConfig(c.env), { logger: createLogger({ level: 'silent' }) });
+  }
 });
 
 afterAll(async () => {
-  await Promise.allSettled([...workers.map((w) => w.stop()), standbys.close()]);
-  await Promise.allSettled([runtime?.close(), sandbox?.close(), redis?.kill()]);
+  await Promise.allSettled([...workers.map((w) => w.stop()), ...Object.values(cases).map((c) => c.standbys.close())]);
+  await Promise.allSettled([runtime?.close(), ...Object.values(cases).map((c) => c.publisher?.close()), sandbox?.close(), redis?.kill()]);
   await dropDatabase(databaseName);
   mkdirSync('test-results', { recursive: true });
   writeFileSync('test-results/takeover-report.json', `${JSON.stringify(reports, null, 2)}\n`);
@@ -200,11 +213,16 @@ async function lateWrites(held: Held[], since: string, owner: string) {
 async function settled(prefix: string) {
   const rows = await waitFor(
     async () => {
-      const found = await query<{ batch: string; name: string; state: string; error: string | null }>(
-        `select batch_id as batch, class_name as name, state, last_error as error from batch_classes where batch_id like $1`,
+      const found = await query<{ batch: string; name: string; state: string; error: string | null; attempts: number; owner: string | null }>(
+        `select batch_id as batch, class_name as name, state, last_error as error, attempts, lease_owner as owner from batch_classes where batch_id like $1`,
         [`${prefix}%`],
       );
-      return found.length === N && found.every((r) => ['synced', 'failed', 'needs_review', 'abandoned'].includes(r.state)) && found;
+      const moving = found.filter((r) => !['synced', 'failed', 'needs_review', 'abandoned'].includes(r.state));
+      if (found.length === N && moving.length === 0) return found;
+      // Named in the timeout's message, should they never come to rest.
+      throw new Error(
+        `${found.length} rows; not at rest: ${moving.map((r) => `${r.batch} ${r.state} (attempt ${r.attempts}, lease ${r.owner}): ${r.error}`).join('; ')}`,
+      );
     },
     `all ${N} batches at rest`,
     90_000,
@@ -214,13 +232,13 @@ async function settled(prefix: string) {
   return { synced: rows.length - notSynced.length, notSynced, duplicates: rows.filter((r) => bySentName[r.name] !== 1).length };
 }
 
-async function runCase(signal: Signal, fleet: Spawned[]) {
+async function runCase(signal: Signal, fleet: Spawned[], expect: ExpectStatic) {
   await waitFor(() => fleet.every((w) => w.workerId), '3 workers started', 30_000);
-  const prefix = `${signal === 'SIGKILL' ? 'kill' : 'freeze'}-${id}-`;
+  const prefix = `${cases[signal].name}-${id}-`;
   // Numbers of two digits: no name is a prefix of another's, which the remote could have cut it to
   // (src/sync/matching.ts), and a creating batch taken over would go to needs_review.
   const events = Array.from({ length: N }, (_, i) => ({ batchId: `${prefix}${i + 10}`, name: `Takeover ${prefix}${i + 10}`, subject: 'Physics' }));
-  expect((await publishBatches(publishDepsOf(runtime!), events)).every((o) => o.ok)).toBe(true);
+  expect((await publishBatches(publishDepsOf(cases[signal].publisher!), events)).every((o) => o.ok)).toBe(true);
   const { target, held, killedAt, signalledAt } = await strike(fleet, prefix, signal);
   expect(held.length).toBeGreaterThanOrEqual(2);
   // A frozen worker wakes only once every batch it held has moved, and been finished, on another.
@@ -283,11 +301,11 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-async function measure(signal: Signal, what: string): Promise<CaseReport> {
-  const fleet = Array.from({ length: 3 }, () => new Spawned());
+async function measure(signal: Signal, what: string, expect: ExpectStatic): Promise<CaseReport> {
+  const fleet = Array.from({ length: 3 }, () => new Spawned(cases[signal].standbys));
   workers.push(...fleet);
   try {
-    const report = await runCase(signal, fleet);
+    const report = await runCase(signal, fleet, expect);
     reports.push(report);
     const s = (ms: number) => (ms / 1000).toFixed(1);
     console.log(`takeover after ${what}: ${report.held.length} batches, gap p50 ${s(report.p50Ms)} s, max ${s(report.maxMs)} s`);
@@ -299,10 +317,14 @@ async function measure(signal: Signal, what: string): Promise<CaseReport> {
   }
 }
 
-it('a SIGKILLed worker’s batches run again on another worker within seconds', { timeout: 180_000 }, () => measure('SIGKILL', 'SIGKILL'));
+it.concurrent('a SIGKILLed worker’s batches run again on another worker within seconds', { timeout: 180_000 }, ({ expect }) =>
+  measure('SIGKILL', 'SIGKILL', expect),
+);
 
-it('a frozen worker is replaced within seconds and, woken once its batches are finished, writes and duplicates nothing', { timeout: 180_000 }, async () => {
-  const report = await measure('SIGSTOP', 'SIGSTOP');
+it.concurrent('a frozen worker is replaced within seconds and, woken once its batches are finished, writes and duplicates nothing', {
+  timeout: 180_000,
+}, async ({ expect }) => {
+  const report = await measure('SIGSTOP', 'SIGSTOP', expect);
   console.log(`frozen ${((report.frozenMs ?? 0) / 1000).toFixed(1)} s; woken, it stopped with exit code ${report.wokenExitCode}`);
   expect(report.wokenAlive).toBe(true);
   // It did not die meanwhile either: it drained and exited as a worker asked to stop does.
