@@ -19,16 +19,14 @@ import { writeAccountsFile } from '../helpers/accounts.ts';
 import { rowsOf, untilAllSynced } from '../helpers/batches.ts';
 import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { promtool } from '../helpers/promql.ts';
-import { ownScope } from '../helpers/own-harness.ts';
-import type { PerTestScope } from '../helpers/use-harness.ts';
+import { useHarnessPerTest } from '../helpers/use-harness.ts';
 import { call, startTestWorker } from './http-helpers.ts';
 
 const ALERTS = fileURLToPath(new URL('../../deploy/alerts.yml', import.meta.url));
 
-// Each test has a harness (and a worker) of its own and spends most of its time waiting (for a
-// refusal to end, for probes): they run side by side (describe.concurrent, ownScope).
+const each = useHarnessPerTest();
 
-async function start(each: PerTestScope, n: number, logs: string[], probeEveryMs: number): Promise<{ harness: Harness; w: WorkerProcess }> {
+async function start(n: number, logs: string[], probeEveryMs: number): Promise<{ harness: Harness; w: WorkerProcess }> {
   const harness = await each.harness({ env: { SYNC_CONCURRENCY: '4', CLASSROOM_KEY_PROBE_EVERY: `${probeEveryMs}ms` } });
   harness.sandbox.faults.set({ latencyMs: 25 });
   const logger = createLogger({ level: 'warn', destination: { write: (line: string) => void logs.push(line) } });
@@ -131,11 +129,11 @@ const MID_RUN: [string, MidRunRefusal][] = [
   ['401 for 6 s, probing every 1 s', { status: 401, forMs: 6_000, probeEveryMs: 1_000, refusedProbes: 3 }],
 ];
 
-describe.concurrent.each(MID_RUN)('a key refused mid-run (%s)', (_, refusal) => {
-  it('every batch syncs with no operator action, one class each, attempts untouched; metric, alert, /readyz and status say so', async ({ onTestFinished }) => {
+describe.each(MID_RUN)('a key refused mid-run (%s)', (_, refusal) => {
+  it('every batch syncs with no operator action, one class each, attempts untouched; metric, alert, /readyz and status say so', async () => {
     const n = 40;
     const logs: string[] = [];
-    const { harness, w } = await start(ownScope(onTestFinished), n, logs, refusal.probeEveryMs);
+    const { harness, w } = await start(n, logs, refusal.probeEveryMs);
     const breaker = harness.runtime.remotes.default.breaker;
     await waitFor(async () => (await countSynced(harness)) >= 8, 'a first share of batches synced');
     const sampler = sampleGauge(w.url, () => breaker.state());
@@ -180,9 +178,8 @@ describe.concurrent.each(MID_RUN)('a key refused mid-run (%s)', (_, refusal) => 
   });
 });
 
-describe.concurrent('a key refused from the first call', () => {
-  it('with 403: batches wait (no state change, no attempt) instead of being written off, then sync by themselves', async ({ onTestFinished }) => {
-    const each = ownScope(onTestFinished);
+describe('a key refused from the first call', () => {
+  it('with 403: batches wait (no state change, no attempt) instead of being written off, then sync by themselves', async () => {
     const n = 12;
     const harness = await each.harness({ env: { SYNC_CONCURRENCY: '4', CLASSROOM_KEY_PROBE_EVERY: '300ms' } });
     harness.sandbox.faults.set({ refuseKey: { status: 403 } });
@@ -216,11 +213,8 @@ describe.concurrent('a key refused from the first call', () => {
   });
 });
 
-describe.concurrent('a 403 about one institute, not the key', () => {
-  it("uses the batch's attempts (a harmless read works, but a refusal of the key may just have ended), then fails it as forbidden; the others sync", async ({
-    onTestFinished,
-  }) => {
-    const each = ownScope(onTestFinished);
+describe('a 403 about one institute, not the key', () => {
+  it("uses the batch's attempts (a harmless read works, but a refusal of the key may just have ended), then fails it as forbidden; the others sync", async () => {
     // Account north serves inst-north and inst-ghost; the remote knows only inst-north, so add-class
     // for inst-ghost answers 403 while the probe (a listing of inst-north) works.
     const file = writeAccountsFile([{ name: 'north', instituteIds: ['inst-north', 'inst-ghost'] }]);

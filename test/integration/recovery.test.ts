@@ -3,9 +3,11 @@ import { withClassroom } from '../../src/config/config.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { rowsOf } from '../helpers/batches.ts';
 import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
-import { ownScope } from '../helpers/own-harness.ts';
+import { useHarnessPerTest } from '../helpers/use-harness.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { bothQueues } from '../../src/sync/queue.ts';
+
+const each = useHarnessPerTest();
 
 // Names none of which is a prefix of another: after an add-class of unknown outcome, a listed
 // "outage class 1" is a plausible cut of "outage class 10", and the batch rightly goes to review.
@@ -29,11 +31,8 @@ async function diagnose(h: Harness) {
   );
 }
 
-// Each test has a harness and sync workers of its own, and much of its time is waiting (attempts
-// used up, a lease expiring, a wrong key left to do damage): they run side by side.
-describe.concurrent('recovery', () => {
-  it('a remote down for longer than every attempt: no batch is written off, all sync once it is back', async ({ onTestFinished }) => {
-    const each = ownScope(onTestFinished);
+describe('recovery', () => {
+  it('a remote down for longer than every attempt: no batch is written off, all sync once it is back', async () => {
     const h = await each.harness({ env: { SYNC_ATTEMPTS: '2', SYNC_BACKOFF_MAX: '400ms' } });
     // Every call answers 503 (add-class included: its outcome is unknown, so it is settled by reading).
     h.sandbox.faults.set({ rates: { error5xx: 1 } });
@@ -57,8 +56,7 @@ describe.concurrent('recovery', () => {
     expect((await rowsOf(h)).every((r) => r.attempts === 2)).toBe(true);
   });
 
-  it('a worker stopped mid-run and started again: no duplicate, no loss', async ({ onTestFinished }) => {
-    const each = ownScope(onTestFinished);
+  it('a worker stopped mid-run and started again: no duplicate, no loss', async () => {
     const h = await each.harness();
     h.sandbox.faults.set({ latencyMs: 40, latencyJitterMs: 40 });
     await publishBatches(publishDepsOf(h), events('stop', 60));
@@ -75,8 +73,7 @@ describe.concurrent('recovery', () => {
     for (let i = 0; i < 60; i++) expect(truth.byName[nameOf('stop', i)]).toBe(1);
   });
 
-  it('Redis loses every job: the sweep re-enqueues from Postgres and all batches sync', async ({ onTestFinished }) => {
-    const each = ownScope(onTestFinished);
+  it('Redis loses every job: the sweep re-enqueues from Postgres and all batches sync', async () => {
     const h = await each.harness({ env: { SYNC_STUCK_AFTER: '0ms' } });
     const outcomes = await publishBatches(publishDepsOf(h), events('lost', 25));
     expect(outcomes.every((o) => o.ok && o.queued)).toBe(true);
@@ -92,8 +89,7 @@ describe.concurrent('recovery', () => {
     expect((await worker.sweep()).requeued).toBe(0);
   });
 
-  it('events accepted while Redis is unreachable are recorded and synced once it is back', async ({ onTestFinished }) => {
-    const each = ownScope(onTestFinished);
+  it('events accepted while Redis is unreachable are recorded and synced once it is back', async () => {
     const h = await each.harness({ env: { SYNC_STUCK_AFTER: '0ms' } });
     const offline = each.runtime({ ...h.config, redisUrl: 'redis://127.0.0.1:1' });
     const outcomes = await publishBatches({ ...publishDepsOf(h), queue: offline.queue }, events('offline', 5));
@@ -103,37 +99,33 @@ describe.concurrent('recovery', () => {
     await waitFor(async () => (await states(h)).synced === 5, 'all 5 synced');
   }, 60_000);
 
-  it.for([
+  it.each([
     ['x-api-key', { xApiKey: 'not-the-issued-key' }, /x-api-key/],
     ['Basic key', { apiKey: 'Z'.repeat(32) }, /credentials/i],
     ['namespace header', { namespaceHeader: 'x-wise-namespace' }, /namespace/],
-  ] as const)(
-    'wrong %s → the batches wait, unchanged, naming the cause; once fixed they sync with no retry',
-    async ([_what, wrong, cause], { onTestFinished }) => {
-      const each = ownScope(onTestFinished);
-      const h = await each.harness({ env: { CLASSROOM_KEY_PROBE_EVERY: '200ms' } });
-      const config = withClassroom(h.config, wrong);
-      const runtime = each.runtime(config);
-      await publishBatches(publishDepsOf(h), events('creds', 3));
-      const worker = each.syncWorker(runtime);
-      const refused = await waitFor(() => runtime.remotes.default.breaker.state(), 'the credentials breaker to open');
-      expect(refused.reason).toMatch(cause);
-      // Give the wrong key time to do damage (three more of its calls refused): it must write nothing off and create nothing.
-      const refusedSoFar = h.sandbox.state({ classes: false }).calls.totalCalls;
-      await waitFor(() => h.sandbox.state({ classes: false }).calls.totalCalls >= refusedSoFar + 3, 'three more calls with the wrong key');
-      for (const row of (await states(h)).rows) {
-        expect(row).toMatchObject({ state: 'pending', lastError: null, classId: null });
-        expect(row.attempts).toBeLessThanOrEqual(1);
-      }
-      expect(h.sandbox.state().classCount).toBe(0);
-      expect(h.sandbox.state().calls.byOperation.addClass?.calls ?? 0).toBeLessThanOrEqual(3);
-      await worker.close(5_000);
+  ] as const)('wrong %s → the batches wait, unchanged, naming the cause; once fixed they sync with no retry', async (_what, wrong, cause) => {
+    const h = await each.harness({ env: { CLASSROOM_KEY_PROBE_EVERY: '200ms' } });
+    const config = withClassroom(h.config, wrong);
+    const runtime = each.runtime(config);
+    await publishBatches(publishDepsOf(h), events('creds', 3));
+    const worker = each.syncWorker(runtime);
+    const refused = await waitFor(() => runtime.remotes.default.breaker.state(), 'the credentials breaker to open');
+    expect(refused.reason).toMatch(cause);
+    // Give the wrong key time to do damage (three more of its calls refused): it must write nothing off and create nothing.
+    const refusedSoFar = h.sandbox.state({ classes: false }).calls.totalCalls;
+    await waitFor(() => h.sandbox.state({ classes: false }).calls.totalCalls >= refusedSoFar + 3, 'three more calls with the wrong key');
+    for (const row of (await states(h)).rows) {
+      expect(row).toMatchObject({ state: 'pending', lastError: null, classId: null });
+      expect(row.attempts).toBeLessThanOrEqual(1);
+    }
+    expect(h.sandbox.state().classCount).toBe(0);
+    expect(h.sandbox.state().calls.byOperation.addClass?.calls ?? 0).toBeLessThanOrEqual(3);
+    await worker.close(5_000);
 
-      // The operator fixes the setting and restarts the workers: nothing to retry.
-      each.syncWorker(h.runtime);
-      await waitFor(async () => (await states(h)).rows.every((r) => r.state === 'synced'), 'all synced after the fix');
-      expect((await states(h)).rows.map((r) => r.attempts)).toEqual([1, 1, 1]);
-      expect(h.sandbox.state().classCount).toBe(3);
-    },
-  );
+    // The operator fixes the setting and restarts the workers: nothing to retry.
+    each.syncWorker(h.runtime);
+    await waitFor(async () => (await states(h)).rows.every((r) => r.state === 'synced'), 'all synced after the fix');
+    expect((await states(h)).rows.map((r) => r.attempts)).toEqual([1, 1, 1]);
+    expect(h.sandbox.state().classCount).toBe(3);
+  });
 });

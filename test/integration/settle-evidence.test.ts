@@ -39,9 +39,7 @@ function expectOneClassEach(h: Harness, prefix: string, count: number): void {
   for (let i = 0; i < count; i++) expect(byName[nameOf(prefix, i)], nameOf(prefix, i)).toBe(1);
 }
 
-// Each remote below has a harness and worker of its own, and its test mostly waits (for a listing to
-// catch up, for evidence): they run side by side.
-describe.concurrent('a remote whose reads do not lag', () => {
+describe('a remote whose reads do not lag', () => {
   const { h } = useHarnessWithWorker({ env: { SYNC_READ_LAG: '60s', CLASSROOM_TIMEOUT: '1s' } });
 
   it('settles a 5xx add-class from the measured lag in seconds, once the listing was seen as fresh', { timeout: 120_000 }, async () => {
@@ -56,7 +54,7 @@ describe.concurrent('a remote whose reads do not lag', () => {
   });
 });
 
-describe.concurrent('a remote with no lag measured yet', () => {
+describe('a remote with no lag measured yet', () => {
   const { h } = useHarnessWithWorker({ env: { SYNC_READ_LAG: '2s', CLASSROOM_TIMEOUT: '1s' } });
 
   it('settles a 5xx add-class on a witness: a class sent after it ended (+ CLASSROOM_TIMEOUT + SYNC_READ_LAG) is listed', { timeout: 120_000 }, async () => {
@@ -77,7 +75,7 @@ describe.concurrent('a remote with no lag measured yet', () => {
   });
 });
 
-describe.concurrent('a remote whose listing lags more than its get-class', () => {
+describe('a remote whose listing lags more than its get-class', () => {
   const { h } = useHarnessWithWorker({ env: { SYNC_READ_LAG: '60s', CLASSROOM_TIMEOUT: '1s' } });
 
   it('never takes a listing for fresh on read samples alone: a stored class is adopted once listed, not made again', { timeout: 120_000 }, async () => {
@@ -99,7 +97,7 @@ describe.concurrent('a remote whose listing lags more than its get-class', () =>
   });
 });
 
-describe.concurrent('a remote that acts on an add-class after the client gave up on it', () => {
+describe('a remote that acts on an add-class after the client gave up on it', () => {
   const { h } = useHarnessWithWorker({ env: { SYNC_READ_LAG: '60s', CLASSROOM_TIMEOUT: '2s', SYNC_CONCURRENCY: '4' } });
 
   it('takes CLASSROOM_TIMEOUT more before believing "not listed": the late class is adopted, not made again', { timeout: 120_000 }, async () => {
