@@ -228,13 +228,13 @@ const params = <T extends [unknown]>(numRuns: number): fc.Parameters<T> => {
 };
 
 async function allSynced(ids: string[]): Promise<void> {
-  await untilAllSynced(h, ids, 90_000);
+  await untilAllSynced(h, ids, 240_000);
   const { byName } = h.sandbox.state({ classes: false });
   for (const id of ids) expect(byName[goods.get(id)!], `classes named after ${JSON.stringify(id)}`).toBe(1);
 }
 
 describe('event intake under fuzzing', () => {
-  it('publishBatches: each malformed event rejected with field and reason; the valid ones beside it accepted', { timeout: 180_000 }, async () => {
+  it('publishBatches: each malformed event rejected with field and reason; the valid ones beside it accepted', { timeout: 300_000 }, async () => {
     const accepted: string[] = [];
     await fc.assert(
       fc.asyncProperty(fc.array(itemArb, { minLength: 30, maxLength: 80 }), async (items) => {
@@ -263,7 +263,7 @@ describe('event intake under fuzzing', () => {
     await allSynced(accepted);
   });
 
-  it('NDJSON: bad lines (malformed events, non-JSON) reported with line number, field and reason', { timeout: 180_000 }, async () => {
+  it('NDJSON: bad lines (malformed events, non-JSON) reported with line number, field and reason', { timeout: 300_000 }, async () => {
     const notJson = fc.oneof(
       fc.constantFrom('{"batchId": "x",', 'nul', "{'single': 'quotes'}", '{"a":1}}', '[1,2', 'undefined', '<html>'),
       fc.string({ minLength: 1, maxLength: 40 }).filter((s) => !/[\r\n]/.test(s) && s.trim() !== '' && !parses(s)),

@@ -15,7 +15,7 @@ describe('core pipeline', () => {
     const outcomes = await publishBatches(publishDepsOf(h), events);
     expect(outcomes.every((o) => o.ok && o.state === 'pending' && !o.duplicate && o.queued)).toBe(true);
 
-    await waitFor(async () => (await rowsOf(h)).filter((r) => r.state === 'synced').length === 200, '200 synced rows');
+    await waitFor(async () => (await rowsOf(h)).filter((r) => r.state === 'synced').length === 200, '200 synced rows', 120_000);
     const all = (await rowsOf(h)).filter((r) => r.batchId.startsWith('b-'));
     expect(all).toHaveLength(200);
     const truth = h.sandbox.state().classes!;
