@@ -14,7 +14,8 @@
 //               fc.scheduledModelRun + fc.scheduler(): a run racing other paths, gate by gate
 // `npx vitest run test/integration/batch-model.` runs both.
 //
-// MODEL_RUNS=n sequences per property (npm test: 75; npm run test:all, TEST_DEPTH=full: 1,000 each, 2,000 in all);
+// MODEL_RUNS=n sequences per property (by default 75; TEST_DEPTH=full, as npm run test:all and npm run test:model set it:
+// 1,000 each, 2,000 in all);
 // MODEL_COMMANDS=n commands at most per sequence (default 20); MODEL_ONLY=sequential|racing;
 // FC_SEED=<seed> replays a run, FC_PATH=<path> (run the failing property's file alone, or with MODEL_ONLY:
 // each property has its own) one failure (each file prints its seed; a failure prints both; a race
