@@ -52,8 +52,11 @@ export default defineConfig({
     // `npm run test:coverage`: which lines of src/ the inner loop runs, by module (scripts/coverage-by-module.ts).
     coverage: { provider: 'v8', include: ['src/**/*.ts'], reporter: ['text-summary', 'json-summary'] },
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
-      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: SYSTEM } },
+      // The inner loop's files share each worker's loaded modules (isolate: false): importing src/
+      // and its dependencies afresh for every file cost more than the tests themselves. Each file
+      // still has its own database, queue prefix and sandbox, and no module keeps state between them.
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false } },
+      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], exclude: SYSTEM, isolate: false } },
       { extends: true, test: { name: 'system', include: SYSTEM, exclude: MULTI_PROCESS } },
       { extends: true, test: { name: 'multi-process', include: MULTI_PROCESS, fileParallelism: false, sequence: { groupOrder: 1 } } },
     ],
