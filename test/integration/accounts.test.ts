@@ -73,12 +73,13 @@ describe('accounts', () => {
       const perStep = { calls: account.batches, outcomes: { ok: account.batches } };
       expect(state.calls.byAccountOperation[name], name).toEqual({ addClass: perStep, editClass: perStep, getClass: perStep });
       expect(state.calls.byAccount[name], name).toEqual({ calls: 3 * account.batches, outcomes: { ok: 3 * account.batches } });
-      // The remote's own count: never over the limit in any window, and at least 0.8 of it in one
-      // (0.98 is the pace; the margin is for a CI machine running two test files side by side)
-      // (a client pacing too slowly fails here, one pacing too fast fails above and here).
+      // The remote's own count: never over the limit in any window, and over 0.6 of it in one. The
+      // pace is 0.98; a loaded 2-core machine's worker was measured at 0.67 of it (a throughput,
+      // which this test cannot promise). What the floor catches is a key held to another's limit:
+      // every key at the slowest key's pace would be 0.5 of south's and 0.25 of east's.
       const peak = state.accounts[name]?.peakCallsPerWindow ?? 0;
       expect(peak, `${name}: peak calls in any ${WINDOW_MS} ms`).toBeLessThanOrEqual(perWindow(account));
-      expect(peak, `${name}: peak calls in any ${WINDOW_MS} ms`).toBeGreaterThanOrEqual(0.8 * perWindow(account));
+      expect(peak, `${name}: peak calls in any ${WINDOW_MS} ms`).toBeGreaterThan(0.6 * perWindow(account));
     }
     for (const truth of state.classes ?? []) expect(truth.sentName.startsWith(truth.instituteId.replace('inst-', ''))).toBe(true);
     expect(state.classCount).toBe(total);
