@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { classroomFields as f } from '../classroom/settings.ts';
 import { type EntryNaming, describeEntryIssue, readStructuredFile } from '../support/structured-file.ts';
-import { ROLES, type Role } from './roles.ts';
+import { ROLES, type Role, rolesWith } from './roles.ts';
 import { isPlaceholderDigest, tokenDigest, tokenProblem } from './tokens.ts';
 
 const clientName = z
@@ -21,6 +21,17 @@ const tokenSha256 = z
   .regex(/^[0-9a-fA-F]{64}$/, 'must be the 64 hex digits of the token\'s SHA-256 (e.g. `printf %s "$TOKEN" | sha256sum`)')
   .refine((digest) => !isPlaceholderDigest(digest), 'is the SHA-256 of the placeholder from the documentation; generate a token with `openssl rand -hex 32`');
 
+/**
+ * The roles that open the queue dashboard (and /metrics with --metrics-auth). Both show every
+ * institute's jobs, and the dashboard's actions (pause, clean, retry all) reach every institute at
+ * once, so such a client cannot be limited to some institutes: one that says it is would see and
+ * change more than the file grants. Refused, rather than quietly given less than its role.
+ */
+const STAFF_ROLES: readonly Role[] = rolesWith('dashboard:view');
+const SCOPED_STAFF =
+  `a client with the ${STAFF_ROLES.join(' or ')} role opens the queue dashboard and /metrics, which show and act on every institute, ` +
+  'so it cannot be limited to some; leave instituteIds out, or give it the reader role (read these institutes) or the publisher role (publish and read them)';
+
 const clientSchema = z
   .strictObject({
     name: clientName,
@@ -32,6 +43,9 @@ const clientSchema = z
   .superRefine((entry, ctx) => {
     if ((entry.token === undefined) === (entry.tokenSha256 === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['token'], message: 'give exactly one of token and tokenSha256' });
+    }
+    if (entry.instituteIds !== undefined && STAFF_ROLES.includes(entry.role)) {
+      ctx.addIssue({ code: 'custom', path: ['instituteIds'], message: SCOPED_STAFF });
     }
   });
 

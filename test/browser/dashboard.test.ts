@@ -38,7 +38,12 @@ try {
 }
 
 const harness = useHarness({ enabled: executablePath !== undefined });
-const clients = writeClientsFile([{ name: 'on-call', role: 'operator' }]);
+// An institute's own staff get a client limited to their institutes (an operator or admin cannot be:
+// the clients file refuses it, test/unit/api-clients.test.ts); such a client never sees the queues.
+const clients = writeClientsFile([
+  { name: 'on-call', role: 'operator' },
+  { name: 'north-staff', role: 'reader', instituteIds: ['inst-north'] },
+]);
 afterAll(() => clients.remove());
 const { h } = harness;
 let w: WorkerProcess;
@@ -80,6 +85,20 @@ describe('queue dashboard in a browser', () => {
       } finally {
         await context.close();
       }
+    }
+  });
+
+  it('shows a client limited to some institutes no queue and no job, only why', async () => {
+    const context = await browser.newContext({ httpCredentials: { username: 'north', password: clients.tokens['north-staff']! } });
+    try {
+      const page = await context.newPage();
+      const response = await page.goto(`${w.url}/admin/queues`);
+      expect(response?.status()).toBe(403);
+      const text = await page.locator('body').innerText();
+      expect(text).toContain('client \\"north-staff\\" (role reader) may not open the dashboard: that needs the operator or admin role');
+      expect(text).not.toMatch(/batch-sync|reconcil/);
+    } finally {
+      await context.close();
     }
   });
 

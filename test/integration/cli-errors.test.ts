@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeClientsFile } from '../helpers/clients.ts';
 import { PG_SERVER, REDIS_URL, dropDatabase } from '../helpers/harness.ts';
 import { ROOT, killAllChildren, runCli } from '../helpers/cli.ts';
 
@@ -82,6 +83,28 @@ describe('database errors', () => {
     expect(result.stderr).toContain('Failed query: select');
     expect(result.stderr).not.toContain('param-secret-batch');
     expect(result.stderr).not.toContain('params:');
+  });
+});
+
+describe('access errors', () => {
+  it('a worker whose clients file limits an operator or admin to some institutes does not start, and says which and why', async () => {
+    const file = writeClientsFile([
+      { name: 'north-ops', role: 'operator', instituteIds: ['inst-north'] },
+      { name: 'north-admin', role: 'admin', instituteIds: ['inst-north'], hashed: true },
+      { name: 'north-lms', role: 'publisher', instituteIds: ['inst-north'] },
+    ]);
+    try {
+      const env = { ...envFor(`${PG_SERVER}/${empty}`), API_CLIENTS_FILE: file.path, PORT: '0' };
+      const result = await runCli(['worker'], { env });
+      expect(result.code).toBe(2); // a configuration error, as for every other bad setting
+      const refused = lines(result.stderr).filter((line) => line.includes('instituteIds:'));
+      expect(refused.map((line) => /client "([^"]+)"/.exec(line)?.[1])).toEqual(['north-ops', 'north-admin']);
+      for (const line of refused) expect(line).toMatch(/opens the queue dashboard and \/metrics, which show and act on every institute/);
+      expect(result.stderr).not.toContain(file.tokens['north-ops']);
+      expect(result.stdout).not.toMatch(/worker started/);
+    } finally {
+      file.remove();
+    }
   });
 });
 

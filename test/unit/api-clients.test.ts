@@ -70,6 +70,25 @@ describe('API_CLIENTS_FILE', () => {
     for (const problem of problems) expect(problem).not.toContain(short);
   });
 
+  it('refuses an operator or admin limited to some institutes: the dashboard and /metrics show every institute', () => {
+    const problems = problemsOf(
+      withClients(
+        [
+          'clients:',
+          `  - { name: north-ops, token: ${GOOD}a, role: operator, instituteIds: [inst-north] }`,
+          `  - { name: north-admin, token: ${GOOD}b, role: admin, instituteIds: [inst-north] }`,
+          `  - { name: north-reports, token: ${GOOD}c, role: reader, instituteIds: [inst-north] }`,
+          `  - { name: north-lms, token: ${GOOD}d, role: publisher, instituteIds: [inst-north] }`,
+          `  - { name: ops, token: ${GOOD}e, role: operator }`,
+        ].join('\n'),
+      ),
+    );
+    const why =
+      'instituteIds: a client with the operator or admin role opens the queue dashboard and /metrics, which show and act on every institute, ' +
+      'so it cannot be limited to some; leave instituteIds out, or give it the reader role (read these institutes) or the publisher role (publish and read them)';
+    expect(problems).toEqual([`API_CLIENTS_FILE: client "north-ops" (clients[0]) ${why}`, `API_CLIENTS_FILE: client "north-admin" (clients[1]) ${why}`]);
+  });
+
   it('refuses two clients with one name or one token, and API_TOKEN equal to a client token', () => {
     expect(problemsOf(withClients(`clients:\n  - { name: a, token: ${GOOD}, role: reader }\n  - { name: a, token: ${GOOD}, role: admin }\n`))).toEqual([
       'API_CLIENTS_FILE: client "a" (clients[1]) name: is also the name of clients[0]',
