@@ -82,7 +82,8 @@ function createRemote(account: Account, deps: RemotesDeps): Remote {
     latestSendMs: latestSendMs(account.classroom.rateLimitWindowMs),
     beforeCall: async (operation, lane) => {
       try {
-        await limiter.acquire(lane);
+        // The limiter and this client both read the monotonic clock: the slot's due time carries over.
+        return (await limiter.acquire(lane)).dueAt;
       } catch (error) {
         if (!(error instanceof BreakerOpenError)) throw error;
         const state = await breaker.state();

@@ -21,8 +21,12 @@ export interface CallRecord {
 }
 
 export interface ClassroomHooks {
-  /** Awaited before every request (the shared rate limit). A throw means the request is not sent. */
-  beforeCall?: (operation: ClassroomOperation, lane: QueueLane | undefined) => Promise<void>;
+  /**
+   * Awaited before every request (the shared rate limit). A throw means the request is not sent. It
+   * may resolve with the time its slot came due (by `clock`): lateness is measured from there, so a
+   * slot slept past is not forgiven again after the wait (by default, from when it resolved).
+   */
+  beforeCall?: (operation: ClassroomOperation, lane: QueueLane | undefined) => Promise<number | undefined>;
   /** Told about every finished call (metrics, audit). Must not throw. */
   afterCall?: (call: CallRecord) => void;
   /**
@@ -126,8 +130,8 @@ async function beforeSending(operation: ClassroomOperation, hooks: ClassroomHook
 /** Waits for a slot of the shared rate limit (when there is one); resolves with the time it was had. */
 async function takeSlot(operation: ClassroomOperation, hooks: ClassroomHooks, lane: QueueLane | undefined): Promise<number> {
   try {
-    await hooks.beforeCall?.(operation, lane);
-    return (hooks.clock ?? monotonicClock).now();
+    const dueAt = await hooks.beforeCall?.(operation, lane);
+    return dueAt ?? (hooks.clock ?? monotonicClock).now();
   } catch (error) {
     // A classified refusal (the credentials breaker is open) keeps its kind.
     if (isClassroomError(error)) throw error;

@@ -72,6 +72,17 @@ return {1, math.ceil(wait)}
 
 export type Reservation = { granted: true; waitMs: number } | { granted: false; retryInMs: number };
 
+/** A slot `acquire` waited for: how long it slept, and when the slot came due (by the limiter's clock). */
+export interface Grant {
+  waitedMs: number;
+  /**
+   * The earliest the slot could have been due: asked-at plus the wait Redis gave. A caller that is
+   * late (a stalled process, slow statements after the wait) measures its lateness from here, not
+   * from when `acquire` returned, or a late wake-up would be forgiven twice.
+   */
+  dueAt: number;
+}
+
 export interface RateLimiter {
   /** A slot for one call of `lane`, or when to ask again; reserves nothing when refused. Never waits. */
   reserve(lane: QueueLane): Promise<Reservation>;
@@ -80,7 +91,7 @@ export interface RateLimiter {
    * RateLimitWaitTooLongError when the wait would pass `maxWaitMs`, LaneDeferredError when a lane
    * that may not reserve that far ahead is refused (nothing is sent then).
    */
-  acquire(lane?: QueueLane): Promise<number>;
+  acquire(lane?: QueueLane): Promise<Grant>;
   /** Holds every process back until `ms` from now (a 429 slows the whole fleet). */
   pause(ms: number): Promise<void>;
 }
@@ -146,22 +157,23 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   return {
     reserve,
     async acquire(lane = 'live') {
-      let waited = 0;
+      let waitedMs = 0;
       for (let tries = 0; ; tries += 1) {
+        const askedAt = clock.now();
         const reservation = await reserve(lane, tries > 0);
         if (!reservation.granted) {
           if (lane === 'live' || lane === 'under_way') throw new RateLimitWaitTooLongError(`rate limit: next free slot is more than ${maxWaitMs} ms away`);
           throw new LaneDeferredError(lane, reservation.retryInMs);
         }
-        if (reservation.waitMs === 0) return waited;
+        const dueAt = askedAt + reservation.waitMs;
+        if (reservation.waitMs === 0) return { waitedMs, dueAt };
         onWait?.(reservation.waitMs);
-        const due = clock.now() + reservation.waitMs;
         await clock.sleep(reservation.waitMs);
-        waited += reservation.waitMs;
+        waitedMs += reservation.waitMs;
         // A stalled process wakes many callers at once, their slots long past: sent together they
         // would arrive as a burst. A caller that overslept its slot by more than one interval
         // takes a fresh slot instead (bounded, so it cannot starve).
-        if (clock.now() - due <= Math.max(Math.min(interval, latest), LATE_TOLERANCE_MS) || tries >= 3) return waited;
+        if (clock.now() - dueAt <= Math.max(Math.min(interval, latest), LATE_TOLERANCE_MS) || tries >= 3) return { waitedMs, dueAt };
       }
     },
     async pause(ms) {

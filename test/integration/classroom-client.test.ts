@@ -150,7 +150,7 @@ describe('classroom client, the last check before a request', () => {
    * A client whose rate-limit slots are recorded, on a clock the test moves: a slow check is one
    * that moves it (the client reads a slot's time and a check's length by it), so none sleeps.
    */
-  function slotted(latestSendMs?: number) {
+  function slotted(latestSendMs?: number, wakesLateBy?: number) {
     const events: string[] = [];
     const clock = manualClock();
     const c = createClassroomClient(
@@ -159,6 +159,11 @@ describe('classroom client, the last check before a request', () => {
         ...(latestSendMs === undefined ? {} : { latestSendMs }),
         beforeCall: async (_operation, lane) => {
           events.push(`slot:${lane}`);
+          if (wakesLateBy === undefined) return undefined;
+          // A limiter whose sleep ended this late: its slot came due before the wait returned.
+          const dueAt = clock.now();
+          clock.jump(wakesLateBy);
+          return dueAt;
         },
         clock,
       },
@@ -223,6 +228,19 @@ describe('classroom client, the last check before a request', () => {
     const minute = slotted();
     await minute.client.addClass(input, { lane: 'live', beforeSend: async () => void minute.clock.jump(500) });
     expect(minute.events).toEqual(['slot:live']);
+  });
+
+  it('counts a slot slept past as late: a late wake-up and a check that together outlast the headroom take a fresh slot', async () => {
+    // Woken 1 s after the slot, then a 0.3 s check: each within 1.2 s, together past it.
+    const { client: c, events, clock } = slotted(undefined, 1_000);
+    let checks = 0;
+    const check = async () => {
+      events.push('check');
+      checks += 1;
+      if (checks === 1) clock.jump(300);
+    };
+    await c.addClass(input, { lane: 'live', beforeSend: check });
+    expect(events).toEqual(['slot:live', 'check', 'slot:under_way', 'check']);
   });
 
   it('sends a second slow check as it is, rather than never', async () => {

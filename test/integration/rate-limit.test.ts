@@ -64,7 +64,7 @@ describe('shared rate limit', () => {
     const a = createRateLimiter({ redis: redisA, key, callsPerMinute: 600_000 });
     const b = createRateLimiter({ redis: redisB, key, callsPerMinute: 600_000, clock });
     // A fresh budget: the first slot is now, no sleep.
-    expect(await b.acquire()).toBe(0);
+    expect((await b.acquire()).waitedMs).toBe(0);
     // Long enough that Redis round trips between the pause and b's reservation cannot eat it.
     await a.pause(2_000);
     let acquired = false;
@@ -77,7 +77,7 @@ describe('shared rate limit', () => {
     await clock.advance(wait - 1);
     expect(acquired).toBe(false);
     await clock.advance(1);
-    expect(await held).toBe(wait);
+    expect(await held).toMatchObject({ waitedMs: wait });
   });
 
   it('refuses a slot further away than its maximum wait, without reserving it', async () => {
