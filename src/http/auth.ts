@@ -73,7 +73,7 @@ export function requireDashboard(gate: Gate, what?: string): onRequestHookHandle
     if (await throttled(gate, request, reply)) return reply;
     const presented = presentedCredentials(request.headers.authorization);
     const byCredential = presented.scheme === 'bearer' || presented.scheme === 'basic' ? gate.directory.byToken(presented.secret) : undefined;
-    const client = byCredential ?? gate.session?.verify(request.headers.cookie);
+    const client = byCredential ?? (await gate.session?.verify(request.headers.cookie));
     if (!client) {
       if (await refused(gate, request, reply, presented)) return reply;
       return reply

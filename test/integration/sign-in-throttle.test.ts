@@ -5,13 +5,10 @@
 import { randomBytes } from 'node:crypto';
 import { type Server as NetServer, type Socket, connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/config.ts';
 import { type AuthThrottle, FAILURE_WINDOW_SECONDS, MAX_FAILURES, createAuthThrottle } from '../../src/http/auth-throttle.ts';
-import { createHttpServer } from '../../src/http/server.ts';
-import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createRedis } from '../../src/redis/connection.ts';
-import { createRuntime, publishDepsOf } from '../../src/runtime/runtime.ts';
 import { REDIS_URL } from '../helpers/harness.ts';
+import { startLoneServer } from './http-helpers.ts';
 
 const redis = createRedis(REDIS_URL, 'worker');
 // Never connected (lazy, and nothing listens there): a Redis that is unreachable.
@@ -118,36 +115,11 @@ describe('the sign-in throttle of a fleet', () => {
 });
 
 describe('a server sent many wrong tokens at once', () => {
-  // Its own queue prefix each time, so one case's count is not the other's.
-  async function server(redisUrl: string) {
-    const config = loadConfig({
-      REDIS_URL: redisUrl,
-      QUEUE_PREFIX: `cs-test-throttle-${randomBytes(4).toString('hex')}`,
-      API_TOKEN: randomBytes(24).toString('hex'),
-      RECONCILE_EVERY: '0',
-      LOG_LEVEL: 'silent',
-    });
-    const runtime = createRuntime(config);
-    // Until its connection is ready a server counts in memory: the Redis case starts from a ready one.
-    if (redisUrl === REDIS_URL) await runtime.redis.ping();
-    const http = await createHttpServer({ ...runtime, metrics: createMetrics({ defaultMetrics: false }), publish: publishDepsOf(runtime) });
-    const url = await http.listen({ port: 0, host: '127.0.0.1' });
-    return {
-      url,
-      node: http.app.server,
-      async close() {
-        await http.close();
-        if (runtime.redis.status === 'ready') await runtime.redis.del(`${config.queuePrefix}:sign-in-failures:127.0.0.1`);
-        await runtime.close();
-      },
-    };
-  }
-
   it.each([
     ['counting in Redis', REDIS_URL],
     ['counting in memory (Redis unreachable)', 'redis://127.0.0.1:1'],
   ])(`answers ${MAX_FAILURES} of 200 wrong Bearer tokens sent at once 401, every other 429, %s`, async (_how, redisUrl) => {
-    const { url, node, close } = await server(redisUrl);
+    const { url, node, close } = await startLoneServer({ REDIS_URL: redisUrl });
     try {
       const answers = await atOnce(
         url,
