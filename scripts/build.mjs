@@ -1,8 +1,10 @@
 // `npm run build` (and `prepare`, so `npm ci`, an install from git and `npm pack` build too):
-// compiles src/ to dist/ (ES modules, .d.ts, source maps) from a clean folder, then copies the
-// files of src/ TypeScript does not compile (the webhook thread's plain-JavaScript first module).
+// compiles src/ to dist/ (ES modules, .d.ts, source maps) from a clean folder, copies the files of
+// src/ TypeScript does not compile (the webhook thread's plain-JavaScript first module), and makes
+// package.json's bin executable: tsc writes files without the run bit, and a checkout's
+// `npx classroom-sync` runs the file itself.
 import { execFileSync } from 'node:child_process';
-import { cpSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,3 +23,6 @@ for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) 
   const from = join(entry.parentPath, entry.name);
   cpSync(from, join(dist, relative(src, from)));
 }
+
+const { bin } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+for (const file of Object.values(bin ?? {})) chmodSync(join(root, file), 0o755);

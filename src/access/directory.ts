@@ -8,7 +8,7 @@ import { tokenDigest } from './tokens.ts';
 export interface ClientDirectory {
   /** The client whose token this is, or undefined. */
   byToken(token: string | undefined): ApiClient | undefined;
-  /** The client of this name and the digest its session cookies are signed with (the dashboard's). */
+  /** The client of this name and its token's digest, which its dashboard session cookies are signed over. */
   byName(name: string): { client: ApiClient; digest: string } | undefined;
   readonly size: number;
 }

@@ -1,5 +1,6 @@
-// API_TOKEN, API_CLIENTS_FILE and TRUST_PROXY: who may call the HTTP surface, and which proxies in
-// front of it to believe about the caller's address and protocol.
+// API_TOKEN, API_CLIENTS_FILE, DASHBOARD_SESSION_SECRET and TRUST_PROXY: who may call the HTTP
+// surface, what the dashboard's session cookies are signed with, and which proxies in front of it to
+// believe about the caller's address and protocol.
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { type ClientEntry, readClientsFile } from './clients-file.ts';
@@ -29,15 +30,16 @@ function isAddressOrNetwork(part: string): boolean {
   return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
 }
 
+/** A secret with a token's rules: 32+ characters, no spaces, not the documentation's placeholder. */
+const secret = z.string().superRefine((value, ctx) => {
+  const problem = tokenProblem(value);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
 export const accessEnv = {
-  API_TOKEN: z
-    .string()
-    .superRefine((token, ctx) => {
-      const problem = tokenProblem(token);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    })
-    .optional(),
+  API_TOKEN: secret.optional(),
   API_CLIENTS_FILE: z.string().min(1).optional(),
+  DASHBOARD_SESSION_SECRET: secret.optional(),
   TRUST_PROXY: trustProxy.default(false),
 };
 
@@ -50,6 +52,11 @@ export interface AccessSettings {
   /** API_CLIENTS_FILE, when set, and its clients. */
   readonly clientsFile: string | undefined;
   readonly fileClients: readonly ClientEntry[];
+  /**
+   * DASHBOARD_SESSION_SECRET: what session cookies are signed with. Unset, the fleet generates one
+   * and keeps it in Redis (src/http/session-secret.ts).
+   */
+  readonly sessionSecret: string | undefined;
   readonly trustProxy: TrustProxy;
 }
 

@@ -11,6 +11,7 @@ import { type Finding, checkPostgres, checkRedis, formatFinding } from './prefli
 import { createCredentialsBreaker, describeBreaker } from '../ratelimit/breaker.ts';
 import { breakerKey } from '../ratelimit/keys.ts';
 import { createRedis } from '../redis/connection.ts';
+import { urlForLog } from '../support/urls.ts';
 
 export interface CheckOptions {
   /** The `.env` file the CLI loaded, if any (shown so the operator knows which settings were used). */
@@ -48,7 +49,7 @@ export async function checkClassroom(settings: ClassroomSettings): Promise<Findi
     return {
       status: 'ok',
       subject: 'classroom service',
-      detail: `${settings.baseUrl} accepted the credentials, x-api-key, user-agent and ${settings.namespaceHeader}, and knows institute ${settings.instituteId} (${ms} ms)`,
+      detail: `${urlForLog(settings.baseUrl)} accepted the credentials, x-api-key, user-agent and ${settings.namespaceHeader}, and knows institute ${settings.instituteId} (${ms} ms)`,
     };
   } catch (error) {
     const { detail, fix } = explainFailure(error, settings);
@@ -58,7 +59,7 @@ export async function checkClassroom(settings: ClassroomSettings): Promise<Findi
 
 /** Turns the failed read into the setting to fix, in plain words. */
 export function explainFailure(error: unknown, s: ClassroomSettings): { detail: string; fix: string } {
-  const detail = `${s.baseUrl}: ${error instanceof Error ? error.message : String(error)}`;
+  const detail = `${urlForLog(s.baseUrl)}: ${error instanceof Error ? error.message : String(error)}`;
   if (!isClassroomError(error)) return { detail, fix: 'Unexpected error; run with LOG_LEVEL=debug and report it.' };
   const status = error.httpStatus ?? error.bodyStatus;
   // The remote's own words: it sends no error codes, so only its message can name the header it refused.
@@ -98,7 +99,7 @@ export function explainFailure(error: unknown, s: ClassroomSettings): { detail: 
   if (error.httpStatus !== undefined && error.remoteMessage === undefined) {
     return {
       detail,
-      fix: `The answer carried no message in the service's format: CLASSROOM_BASE_URL (${s.baseUrl}) may point at something other than the classroom API.`,
+      fix: `The answer carried no message in the service's format: CLASSROOM_BASE_URL (${urlForLog(s.baseUrl)}) may point at something other than the classroom API.`,
     };
   }
   return { detail, fix: 'The service refused the read; its message above names the reason.' };
@@ -122,10 +123,10 @@ function forbiddenFix(said: string, s: ClassroomSettings): string {
 function notFoundFix(said: string, s: ClassroomSettings): string {
   // A missing route says nothing about the institute: the base URL (or a path prefix in it) is wrong.
   if (/no route|cannot get|route .*not found/.test(said)) {
-    return `No such API route: CLASSROOM_BASE_URL (${s.baseUrl}) is probably wrong, e.g. a path that should not be there.`;
+    return `No such API route: CLASSROOM_BASE_URL (${urlForLog(s.baseUrl)}) is probably wrong, e.g. a path that should not be there.`;
   }
   if (/institute/.test(said)) return `The service does not know institute ${s.instituteId}: check CLASSROOM_INSTITUTE_ID.`;
-  return `Not found (HTTP 404): check CLASSROOM_BASE_URL (${s.baseUrl}) and CLASSROOM_INSTITUTE_ID (${s.instituteId}).`;
+  return `Not found (HTTP 404): check CLASSROOM_BASE_URL (${urlForLog(s.baseUrl)}) and CLASSROOM_INSTITUTE_ID (${s.instituteId}).`;
 }
 
 /** The fleet's credentials breaker: do the workers consider the key refused right now? */

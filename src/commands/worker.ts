@@ -10,6 +10,7 @@ import { createReconciler } from '../reconcile/scheduler.ts';
 import { type Runtime, createRuntime, publishDepsOf } from '../runtime/runtime.ts';
 import type { Clock } from '../support/clock.ts';
 import { within } from '../support/timeout.ts';
+import { urlForLog } from '../support/urls.ts';
 import { type SyncWorker, createSyncWorker } from '../sync/sync-worker.ts';
 import { type WebhookDelivery, startWebhookThread } from '../webhooks/index.ts';
 
@@ -71,7 +72,7 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
     onOutcome: metrics.recordWebhook,
   });
   runtime.logger.info(
-    { workerId: runtime.workerId, concurrency: config.sync.concurrency, queuePrefix: config.queuePrefix, remote: config.classroom.baseUrl, url },
+    { workerId: runtime.workerId, concurrency: config.sync.concurrency, queuePrefix: config.queuePrefix, remote: urlForLog(config.classroom.baseUrl), url },
     'worker started',
   );
   // Once per process, not per call: the setting and the fix, never a key.

@@ -55,7 +55,7 @@ export interface Config {
     repairNames: boolean;
     eventsRetentionMs: number;
   }>;
-  /** PORT, HOST, and who may call them (API_TOKEN, API_CLIENTS_FILE; see src/access). */
+  /** PORT, HOST, and who may call them (API_TOKEN, API_CLIENTS_FILE, DASHBOARD_SESSION_SECRET; see src/access). */
   readonly http: Readonly<{ port: number; host: string } & AccessSettings>;
   /** WEBHOOK_*: the default endpoint and how messages are delivered (accounts may have endpoints of their own). */
   readonly webhooks: Readonly<WebhookSettings>;
@@ -109,7 +109,13 @@ function accessOf(e: Parsed): AccessSettings {
   const digest = e.API_TOKEN === undefined ? undefined : tokenDigest(e.API_TOKEN);
   const same = result.fileClients.find((client) => client.digest === digest);
   if (same) throw new ConfigError([{ variable: 'API_TOKEN', reason: `is also the token of client "${same.name}" in API_CLIENTS_FILE; give each its own` }]);
-  return { apiToken: e.API_TOKEN, clientsFile: e.API_CLIENTS_FILE, fileClients: result.fileClients, trustProxy: e.TRUST_PROXY };
+  return {
+    apiToken: e.API_TOKEN,
+    clientsFile: e.API_CLIENTS_FILE,
+    fileClients: result.fileClients,
+    sessionSecret: e.DASHBOARD_SESSION_SECRET,
+    trustProxy: e.TRUST_PROXY,
+  };
 }
 
 function webhooksOf(e: Parsed): WebhookSettings {

@@ -52,7 +52,7 @@ export function requireClient(gate: Gate): onRequestHookHandler {
       request.apiClient = client;
       return;
     }
-    await refuse(gate, request, presented);
+    if (await refused(gate, request, reply, presented)) return reply;
     return reply
       .code(401)
       .header('www-authenticate', `Bearer realm="${REALM}"`)
@@ -73,9 +73,9 @@ export function requireDashboard(gate: Gate, what?: string): onRequestHookHandle
     if (await throttled(gate, request, reply)) return reply;
     const presented = presentedCredentials(request.headers.authorization);
     const byCredential = presented.scheme === 'bearer' || presented.scheme === 'basic' ? gate.directory.byToken(presented.secret) : undefined;
-    const client = byCredential ?? gate.session?.verify(request.headers.cookie);
+    const client = byCredential ?? (await gate.session?.verify(request.headers.cookie));
     if (!client) {
-      await refuse(gate, request, presented);
+      if (await refused(gate, request, reply, presented)) return reply;
       return reply
         .code(401)
         .header('www-authenticate', `Basic realm="${REALM}", charset="UTF-8"`)
@@ -108,22 +108,35 @@ export function forbidden(reply: FastifyReply, client: ApiClient, capability: Ca
   });
 }
 
+/** An address already past the limit is answered 429 before its credential is even looked at. */
 async function throttled(gate: Gate, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
   const retryAfter = await gate.throttle.retryAfter(request.ip);
   if (retryAfter === undefined) return false;
+  tooManyFailures(reply, retryAfter);
+  return true;
+}
+
+/**
+ * Counts a wrong credential. True when it was one too many: it has then been answered 429, not 401,
+ * so of many guesses sent at once no more than the limit learn that their token was wrong.
+ */
+async function refused(gate: Gate, request: FastifyRequest, reply: FastifyReply, presented: Presented): Promise<boolean> {
+  // A request with no credentials guesses nothing (a browser's first visit is one): only a wrong
+  // credential counts.
+  const retryAfter = presented.scheme === 'none' ? undefined : await gate.throttle.failed(request.ip);
+  // The scheme is enough to debug a client; the credential itself never reaches a log.
+  const answer = retryAfter === undefined ? '401' : '429 (too many failed sign-ins)';
+  request.log.info({ scheme: presented.scheme }, `${presented.scheme === 'none' ? 'no credentials' : 'wrong credentials'}; ${answer}`);
+  if (retryAfter === undefined) return false;
+  tooManyFailures(reply, retryAfter);
+  return true;
+}
+
+function tooManyFailures(reply: FastifyReply, retryAfter: number): void {
   reply
     .code(429)
     .header('retry-after', String(retryAfter))
     .send({ error: 'too_many_failures', message: `too many failed sign-ins from this address; try again in ${retryAfter} s` });
-  return true;
-}
-
-async function refuse(gate: Gate, request: FastifyRequest, presented: Presented): Promise<void> {
-  // The scheme is enough to debug a client; the credential itself never reaches a log.
-  request.log.info({ scheme: presented.scheme }, presented.scheme === 'none' ? 'no credentials; 401' : 'wrong credentials; 401');
-  // A request with no credentials guesses nothing (a browser's first visit is one): only a wrong
-  // credential counts.
-  if (presented.scheme !== 'none') await gate.throttle.failed(request.ip);
 }
 
 function isSafeMethod(method: string): boolean {

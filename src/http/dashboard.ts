@@ -84,9 +84,11 @@ async function issueSession(session: DashboardSession, request: FastifyRequest, 
   const client = request.apiClient;
   if (!client || request.method !== 'GET' || presentedCredentials(request.headers.authorization).scheme !== 'basic') return;
   // Signed in by now: the Basic password was a client's token, or the cookie was already good.
-  if (session.verify(request.headers.cookie)?.name === client.name) return;
+  if ((await session.verify(request.headers.cookie))?.name === client.name) return;
   // `protocol` is the original request's when TRUST_PROXY believes the proxy's X-Forwarded-Proto.
-  reply.header('set-cookie', session.issue(client, DASHBOARD_PATH, request.protocol === 'https'));
+  const cookie = await session.issue(client, DASHBOARD_PATH, request.protocol === 'https');
+  if (cookie) reply.header('set-cookie', cookie);
+  else request.log.warn('no dashboard session cookie issued: the session secret could not be read from Redis yet; signed in for this request only');
 }
 
 /**

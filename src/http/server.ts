@@ -22,6 +22,7 @@ import { createAuthThrottle } from './auth-throttle.ts';
 import { registerBatchRoutes } from './batches.ts';
 import { DASHBOARD_PATH, type Dashboard, registerDashboard } from './dashboard.ts';
 import { createDashboardSession } from './dashboard-session.ts';
+import { sessionSecret } from './session-secret.ts';
 import { installErrorHandlers } from './errors.ts';
 import { registerHealthRoutes } from './health.ts';
 import { registerMetricsRoute } from './metrics-route.ts';
@@ -33,7 +34,7 @@ export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
 export interface HttpServerDeps {
   config: Pick<Config, 'http' | 'queuePrefix' | 'databaseUrl' | 'accounts' | 'classroom'>;
   logger: Logger;
-  /** Probed by /readyz; holds the sign-in throttle's counts; read by /metrics. */
+  /** Probed by /readyz; holds the sign-in throttle's counts and the fleet's session secret; read by /metrics. */
   redis: Redis;
   /** /readyz queries its pool; the dashboard's retries write through `db`. */
   database: Pick<Database, 'db' | 'pool'>;
@@ -133,7 +134,7 @@ function quietLevelOf(logger: Logger): LogLevel {
   return logger.levelVal >= warn ? (logger.level as LogLevel) : 'warn';
 }
 
-interface OperatorRouteDeps extends Pick<HttpServerDeps, 'config' | 'database' | 'queue' | 'publish'> {
+interface OperatorRouteDeps extends Pick<HttpServerDeps, 'config' | 'database' | 'queue' | 'publish' | 'redis'> {
   gate: Gate;
   extraQueues: readonly Queue[];
   bodyLimitBytes: number;
@@ -153,7 +154,8 @@ async function registerOperatorRoutes(app: FastifyInstance, deps: OperatorRouteD
       bodyLimitBytes: deps.bodyLimitBytes,
     });
   });
-  const session = createDashboardSession(deps.gate.directory, deps.clock);
+  const secret = sessionSecret({ configured: deps.config.http.sessionSecret, redis: deps.redis, prefix: deps.config.queuePrefix });
+  const session = createDashboardSession(deps.gate.directory, secret, deps.clock);
   return registerDashboard(app, {
     db: deps.database.db,
     syncQueue: deps.queue,

@@ -7,7 +7,7 @@ import type { BatchKey, Db, MappingRow } from '../mapping/index.ts';
 import { jobIdFor } from '../sync/keys.ts';
 import { queueLaneOf } from '../sync/lanes.ts';
 import { renderClassName } from '../sync/names.ts';
-import { type SyncQueue, queueFor, syncJob } from '../sync/queue.ts';
+import { type SyncQueue, jobName, queueFor, syncJob } from '../sync/queue.ts';
 import { withTimeout } from '../support/timeout.ts';
 import { planChange } from './changes.ts';
 import { type BatchEvent, type FieldProblem, typeOf } from './schema.ts';
@@ -44,7 +44,7 @@ async function enqueueRun(deps: ChangeDeps, row: MappingRow): Promise<boolean> {
   const target = queueFor(deps.queue, lane);
   try {
     // The dashboard lists it by lane, institute and batch, and as the change it carries.
-    const name = `${job.name} · ${row.cancelledAt ? 'cancel' : 'update'} r${row.revision}`.slice(0, 200);
+    const name = jobName(`${job.name} · ${row.cancelledAt ? 'cancel' : 'update'} r${row.revision}`);
     await withTimeout(target.add(name, job.data, { ...job.opts, jobId: `${jobIdFor(row)}-r${row.revision}` }), deps.enqueueTimeoutMs ?? 2_000, 'Redis');
     return true;
   } catch (error) {

@@ -7,7 +7,7 @@
 // (bench/cost.ts). This scan allocates nothing unless a line holds a secret.
 
 /** Keys whose values are credentials, wherever they appear in the first two levels of a line. */
-const SECRET_KEYS = ['authorization', 'apiKey', 'xApiKey', 'apiToken', 'token', 'password', 'webhookSecret', 'secrets'] as const;
+const SECRET_KEYS = ['authorization', 'apiKey', 'xApiKey', 'apiToken', 'token', 'password', 'webhookSecret', 'secrets', 'sessionSecret'] as const;
 /** Keys whose values are join links. */
 const LINK_KEYS = ['joinLink', 'joinMagicLink'] as const;
 /** Credential headers, under `headers` at the top level or one level down. */

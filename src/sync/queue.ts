@@ -66,9 +66,23 @@ export interface Placement {
 /** The job of one batch: one id per batch, its lane in its data and its name (for the dashboard), its priority. */
 export function syncJob(key: BatchKey, placement: Placement = { lane: 'live' }) {
   // What the queue dashboard lists: the lane, the institute (so the account serving it), the batch.
-  const name = `${placement.lane} · ${key.instituteId} · ${key.batchId}`.slice(0, 200);
+  const name = jobName(`${placement.lane} · ${key.instituteId} · ${key.batchId}`);
   const data: SyncJobData = { instituteId: key.instituteId, batchId: key.batchId, lane: placement.lane };
   return { name, data, opts: { jobId: jobIdFor(key), priority: priorityOf(placement.lane, placement.position) } };
+}
+
+/** The longest job name kept, in UTF-16 units (what `String.length` counts). */
+export const JOB_NAME_MAX = 200;
+
+/**
+ * A job's name as the dashboard lists it: cut to JOB_NAME_MAX, never between the two halves of a
+ * character outside the BMP (an emoji in a batch id), which would leave a lone surrogate behind.
+ */
+export function jobName(text: string): string {
+  if (text.length <= JOB_NAME_MAX) return text;
+  const last = text.charCodeAt(JOB_NAME_MAX - 1);
+  const highSurrogate = last >= 0xd800 && last <= 0xdbff;
+  return text.slice(0, highSurrogate ? JOB_NAME_MAX - 1 : JOB_NAME_MAX);
 }
 
 /**

@@ -1,10 +1,14 @@
 // Shared by the HTTP tests: a worker process (sync + HTTP server on a free port) over a harness's
 // database, queue prefix and sandbox, and small fetch helpers. Real HTTP over loopback throughout.
 import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
 import { beforeAll } from 'vitest';
 import { type Config, loadConfig } from '../../src/config/config.ts';
 import { type WorkerProcess, type WorkerProcessOptions, startWorker } from '../../src/commands/worker.ts';
-import type { Harness } from '../helpers/harness.ts';
+import { createHttpServer } from '../../src/http/server.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
+import { type Runtime, createRuntime, publishDepsOf } from '../../src/runtime/runtime.ts';
+import { type Harness, REDIS_URL, dropQueueKeys } from '../helpers/harness.ts';
 import { standIn } from '../helpers/stand-in.ts';
 import type { HarnessScope } from '../helpers/use-harness.ts';
 
@@ -30,6 +34,45 @@ export function useTestWorker(scope: HarnessScope, extra: Record<string, string>
     scope.defer(() => started.stop());
   });
   return standIn('the worker process', () => worker);
+}
+
+/** An HTTP server alone, on a free loopback port: no sync worker, no sandbox, no database reached. */
+export interface LoneServer {
+  url: string;
+  /** Node's server under Fastify (its connections). */
+  node: Server;
+  runtime: Runtime;
+  close(): Promise<void>;
+}
+
+/**
+ * For the sign-in surfaces (throttle, sessions): `env` over a fresh queue prefix, real Redis and an
+ * API token. Its Redis connection is ready before it serves (until then a server counts failed
+ * sign-ins in memory) unless REDIS_URL points elsewhere. `close` drops the prefix's keys when it made the prefix.
+ */
+export async function startLoneServer(env: Record<string, string> = {}): Promise<LoneServer> {
+  const config = loadConfig({
+    REDIS_URL,
+    QUEUE_PREFIX: `cs-test-http-${randomBytes(4).toString('hex')}`,
+    API_TOKEN: TOKEN,
+    RECONCILE_EVERY: '0',
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
+  const runtime = createRuntime(config);
+  if (config.redisUrl === REDIS_URL) await runtime.redis.ping();
+  const http = await createHttpServer({ ...runtime, metrics: createMetrics({ defaultMetrics: false }), publish: publishDepsOf(runtime) });
+  const url = await http.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    url,
+    node: http.app.server,
+    runtime,
+    async close() {
+      await http.close();
+      await runtime.close();
+      if (env.QUEUE_PREFIX === undefined && config.redisUrl === REDIS_URL) await dropQueueKeys(config.queuePrefix);
+    },
+  };
 }
 
 export interface Answer<T = any> {

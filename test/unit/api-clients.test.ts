@@ -1,4 +1,4 @@
-// API_CLIENTS_FILE, API_TOKEN and TRUST_PROXY as start-up reads them: a bad client stops start-up
+// API_CLIENTS_FILE, API_TOKEN, DASHBOARD_SESSION_SECRET and TRUST_PROXY as start-up reads them: a bad client stops start-up
 // naming the client and the field, never the token.
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -108,6 +108,21 @@ describe('API_CLIENTS_FILE', () => {
     ]);
     expect(problemsOf(() => loadConfig({ API_TOKEN: 'change-me-to-a-long-random-string' }))[0]).toMatch(/^API_TOKEN: is the placeholder/);
     expect(loadConfig({ API_TOKEN: GOOD }).http.apiToken).toBe(GOOD);
+  });
+});
+
+describe('DASHBOARD_SESSION_SECRET', () => {
+  it('is refused by name when short, spaced or the placeholder, never echoed; unset, the fleet generates one', () => {
+    const short = 'too-short-a-session-secret';
+    expect(problemsOf(() => loadConfig({ DASHBOARD_SESSION_SECRET: short }))).toEqual([
+      'DASHBOARD_SESSION_SECRET: must be at least 32 characters (e.g. `openssl rand -hex 32`)',
+    ]);
+    expect(problemsOf(() => loadConfig({ DASHBOARD_SESSION_SECRET: `${GOOD} ${GOOD}` }))).toEqual([
+      'DASHBOARD_SESSION_SECRET: must not contain spaces or line breaks',
+    ]);
+    expect(problemsOf(() => loadConfig({ DASHBOARD_SESSION_SECRET: PLACEHOLDER_TOKENS[0]! }))[0]).toMatch(/^DASHBOARD_SESSION_SECRET: is the placeholder/);
+    expect(loadConfig({ DASHBOARD_SESSION_SECRET: GOOD }).http.sessionSecret).toBe(GOOD);
+    expect(loadConfig({}).http.sessionSecret).toBeUndefined();
   });
 });
 

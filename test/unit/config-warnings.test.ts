@@ -1,4 +1,5 @@
-// Start-up warnings: a file of keys others can read, a key sent over plain http:// off this machine.
+// Start-up warnings: a file of keys others can read, a key sent over plain http:// off this machine,
+// every proxy hop trusted.
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -98,6 +99,18 @@ describe('configWarnings', () => {
     ]);
     const one = configWarnings(loadConfig({ CLASSROOM_ACCOUNTS_FILE: file, CLASSROOM_BASE_URL: 'https://remote.example.test' }));
     expect(one.map((w) => w.message)).toEqual([expect.stringMatching(/^account north sends its API key over plain http:\/\/ to 10\.1\.2\.3,/)]);
+  });
+
+  it('TRUST_PROXY=true warns that anyone reaching the port picks their address, with the fix; a hop count or addresses do not', () => {
+    expect(configWarnings(loadConfig({ TRUST_PROXY: 'true' }))).toEqual([
+      {
+        subject: 'trusted proxies',
+        message:
+          'TRUST_PROXY=true believes X-Forwarded-For from every hop, so anyone who reaches PORT directly picks their own address (and a fresh one for each failed sign-in); set TRUST_PROXY to the number of proxies in front (e.g. 1) or to their addresses or networks (e.g. 10.0.0.0/8)',
+      },
+    ]);
+    for (const trustProxy of ['false', '1', '2', '10.0.0.0/8', '127.0.0.1,::1'])
+      expect(configWarnings(loadConfig({ TRUST_PROXY: trustProxy })), trustProxy).toEqual([]);
   });
 
   it('isLoopback: 127.0.0.0/8, ::1 (and IPv4-mapped 127.x), localhost; nothing else', () => {
