@@ -37,6 +37,8 @@ const delivery = startWebhookDelivery({
   },
 });
 
+port.postMessage({ kind: 'running' } satisfies ThreadReport);
+
 port.on('message', (request: ThreadRequest) => {
   if (request.kind === 'nudge') return delivery.nudge();
   void delivery.close(request.graceMs).finally(() => {

@@ -21,4 +21,6 @@ export type ThreadRequest = { kind: 'nudge' } | { kind: 'close'; graceMs: number
 export type ThreadReport =
   | { kind: 'log'; line: string }
   | { kind: 'outcomes'; counts: { outcome: DeliveryOutcome; type: string; n: number }[] }
+  /** The dispatcher runs: this worker delivers. */
+  | { kind: 'running' }
   | { kind: 'closed' };
