@@ -100,7 +100,15 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
  */
 function startDelivery(config: Config, runtime: Runtime, metrics: Metrics, clock: Clock | undefined): WebhookThread {
   return startWebhookThread(
-    { databaseUrl: config.databaseUrl, settings: config.webhooks, accounts: config.accounts, logger: runtime.logger, onOutcome: metrics.recordWebhook },
+    {
+      databaseUrl: config.databaseUrl,
+      settings: config.webhooks,
+      accounts: config.accounts,
+      logger: runtime.logger,
+      onOutcome: metrics.recordWebhook,
+      // The fleet's webhook_routes know this worker by its id: a restarted thread keeps its row.
+      dispatcherId: runtime.workerId,
+    },
     { onState: metrics.recordWebhookThread, ...(clock ? { clock } : {}) },
   );
 }

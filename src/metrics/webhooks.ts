@@ -15,7 +15,7 @@ export interface WebhookMetrics {
 export function webhookMetrics(registers: Registry[]): WebhookMetrics {
   const deliveries = new Counter({
     name: 'classroom_sync_webhook_deliveries_total',
-    help: 'Webhook attempts by outcome: delivered (2xx), retry (no answer, 408, 429, 3xx or 5xx; tried again later), given_up (another 4xx, or retried for WEBHOOK_RETRY_FOR), skipped (no endpoint for its institute).',
+    help: 'Webhook attempts by outcome: delivered (2xx), retry (no answer, 408, 429, 3xx or 5xx; tried again later), given_up (another 4xx, or retried for WEBHOOK_RETRY_FOR), skipped (no worker has an endpoint for its institute).',
     labelNames: ['outcome'] as const,
     registers,
   });

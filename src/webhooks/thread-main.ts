@@ -29,6 +29,7 @@ const delivery = startWebhookDelivery({
   accounts: data.accounts,
   logger,
   ...(data.pollMs === undefined ? {} : { pollMs: data.pollMs }),
+  dispatcherId: data.dispatcherId,
   onOutcome: (outcome, type) => {
     const key = `${outcome} ${type}`;
     const entry = counts.get(key) ?? { outcome, type, n: 0 };

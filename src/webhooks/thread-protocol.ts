@@ -12,6 +12,7 @@ export interface ThreadData {
   accounts: RoutedAccount[];
   logLevel: string;
   pollMs?: number | undefined;
+  dispatcherId?: string | undefined;
   /** The thread's scheduling priority on Linux (see ./thread.ts). */
   nice: number;
 }

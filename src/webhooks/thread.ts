@@ -157,6 +157,7 @@ function threadData(deps: WebhookDeliveryDeps): ThreadData {
     accounts: deps.accounts.map(({ instituteIds, anyInstitute, webhook }) => ({ instituteIds, anyInstitute, webhook })),
     logLevel: deps.logger.level,
     pollMs: deps.pollMs,
+    dispatcherId: deps.dispatcherId,
     nice: DELIVERY_NICE,
   };
 }
