@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { publishBatchCreated } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { outbox } from '../../src/mapping/index.ts';
-import { startWebhookThread } from '../../src/webhooks/index.ts';
+import { restartDelayMs, startWebhookThread } from '../../src/webhooks/index.ts';
 import { untilSynced } from '../helpers/batches.ts';
 import { manualClock } from '../helpers/clock.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
@@ -81,6 +81,16 @@ describe('the webhook delivery thread', () => {
     await clock.advance(2_000);
     await waitFor(() => webhooks.state().status === 'running' || undefined, 'a third thread running');
     expect(await series(url, 'classroom_sync_webhook_delivery_restarts_total')).toBe(2);
+
+    // One that ran a minute was healthy: the next restart waits 1 s again.
+    await clock.advance(60_000);
+    await webhooks.current()!.terminate();
+    await waitFor(() => webhooks.state().status === 'restarting' || undefined, 'the third thread seen down');
+    expect(webhooks.state().nextStartAt).toEqual(new Date(clock.now() + 1_000));
+  });
+
+  it('waits 1 s, 2 s, 4 s … up to 60 s between threads that die young', () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 7, 20].map(restartDelayMs)).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000]);
   });
 
   it('closed while waiting to start again, starts none', async () => {
