@@ -12,7 +12,7 @@ import type { Clock } from '../support/clock.ts';
 import { within } from '../support/timeout.ts';
 import { urlForLog } from '../support/urls.ts';
 import { type SyncWorker, createSyncWorker } from '../sync/sync-worker.ts';
-import { type WebhookDelivery, startWebhookThread } from '../webhooks/index.ts';
+import { type WebhookThread, startWebhookThread } from '../webhooks/index.ts';
 
 export interface WorkerProcessOptions {
   /** Require API_TOKEN on /metrics too. */
@@ -21,6 +21,8 @@ export interface WorkerProcessOptions {
   logger?: Logger;
   /** The HTTP server's clock (a test's; HttpServerOptions.clock). */
   clock?: Clock;
+  /** What times the webhook delivery thread's restarts (a test's; WebhookThreadOptions.clock). */
+  deliveryClock?: Clock;
 }
 
 /** Everything one worker process runs; `stop()` is the SIGTERM path, usable without a signal. */
@@ -28,7 +30,7 @@ export interface WorkerProcess {
   runtime: Runtime;
   metrics: Metrics;
   sync: SyncWorker;
-  webhooks: WebhookDelivery;
+  webhooks: WebhookThread;
   http: HttpServer;
   /** Base URL of the HTTP server. */
   url: string;
@@ -43,9 +45,12 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
   const runtime = createRuntime(config, { ...metrics.runtimeOptions, ...(options.logger ? { logger: options.logger } : {}) });
   let http: HttpServer;
   let url: string;
+  // Started once the server listens; /readyz shows its state from then on.
+  let delivery: WebhookThread | undefined;
   try {
     const { metricsAuth = false, clock } = options;
-    http = await createHttpServer({ ...runtime, metrics, publish: publishDepsOf(runtime) }, { metricsAuth, ...(clock ? { clock } : {}) });
+    const deps = { ...runtime, metrics, publish: publishDepsOf(runtime), webhooks: () => delivery?.state() };
+    http = await createHttpServer(deps, { metricsAuth, ...(clock ? { clock } : {}) });
     // Listen before taking jobs: a port clash should stop a fresh process before it does any work.
     url = await http.listen().catch((error: unknown) => {
       throw portError(error, config.http.port);
@@ -63,14 +68,8 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
     throw error;
   });
   http.addQueue(reconciler.queue);
-  // Off the sync path: its own thread, pool and connections; a down endpoint never slows a batch.
-  const webhooks = startWebhookThread({
-    databaseUrl: config.databaseUrl,
-    settings: config.webhooks,
-    accounts: config.accounts,
-    logger: runtime.logger,
-    onOutcome: metrics.recordWebhook,
-  });
+  const webhooks = startDelivery(config, runtime, metrics, options.deliveryClock);
+  delivery = webhooks;
   runtime.logger.info(
     { workerId: runtime.workerId, concurrency: config.sync.concurrency, queuePrefix: config.queuePrefix, remote: urlForLog(config.classroom.baseUrl), url },
     'worker started',
@@ -94,6 +93,25 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
       for (const r of results) if (r.status === 'rejected') throw r.reason;
     })());
   return { runtime, metrics, sync, webhooks, http, url, stop };
+}
+
+/**
+ * Off the sync path: its own thread, pool and connections; a down endpoint never slows a batch. A
+ * thread that stops is started again (with a backoff); the metrics and /readyz show it.
+ */
+function startDelivery(config: Config, runtime: Runtime, metrics: Metrics, clock: Clock | undefined): WebhookThread {
+  return startWebhookThread(
+    {
+      databaseUrl: config.databaseUrl,
+      settings: config.webhooks,
+      accounts: config.accounts,
+      logger: runtime.logger,
+      onOutcome: metrics.recordWebhook,
+      // The fleet's webhook_routes know this worker by its id: a restarted thread keeps its row.
+      dispatcherId: runtime.workerId,
+    },
+    { onState: metrics.recordWebhookThread, ...(clock ? { clock } : {}) },
+  );
 }
 
 /** Waits for `work` at most `ms`; calls `onTimeout` if it had to give up. */

@@ -6,12 +6,18 @@
 //
 // The endpoint is open to load balancers, so its body names the check and a short reason in our
 // own words; the dependency's or the remote's own error text goes to the log (and to `status`).
+//
+// A webhook delivery thread that stopped (and is being started again) shows too ("degraded"), and
+// does not make the process unready either: syncing and intake still work, and messages wait in
+// PostgreSQL for this worker's next thread or any other worker; a load balancer routing elsewhere
+// would not deliver a single one sooner.
 import { once } from 'node:events';
 import type { FastifyBaseLogger, FastifyInstance, LogLevel } from 'fastify';
 import type { Database } from '../db/client.ts';
 import { type BreakerState, type CredentialsBreaker, describeBreaker } from '../ratelimit/breaker.ts';
 import { type Redis, RedisNotReadyError, pingRedis as answers } from '../redis/connection.ts';
 import { TimeoutError, withTimeout } from '../support/timeout.ts';
+import type { DeliveryThreadState } from '../webhooks/index.ts';
 
 export interface HealthDeps {
   redis: Redis;
@@ -23,6 +29,8 @@ export interface HealthDeps {
   timeoutMs: number;
   /** Level of the probes' own request lines. */
   logLevel: LogLevel;
+  /** This process's webhook delivery thread, if it runs one (undefined until it starts). */
+  webhooks?: (() => DeliveryThreadState | undefined) | undefined;
 }
 
 export function registerHealthRoutes(app: FastifyInstance, deps: HealthDeps): void {
@@ -40,11 +48,29 @@ export function registerHealthRoutes(app: FastifyInstance, deps: HealthDeps): vo
     const failing = Object.entries(checks)
       .filter(([, result]) => result !== 'ok')
       .map(([name]) => name);
-    if (failing.length > 0) return reply.code(503).send({ status: 'unavailable', failing, checks });
+    const delivery = deps.webhooks?.();
+    const webhooks = delivery ? { webhooks: describeDelivery(delivery) } : {};
+    if (failing.length > 0) return reply.code(503).send({ status: 'unavailable', failing, checks: { ...checks, ...webhooks } });
     const refused = await refusedAccounts(deps, report);
-    if (refused.length > 0) return { status: 'degraded', checks: { ...checks, credentials: refused.join('; ') } };
-    return { status: 'ready', checks: { ...checks, credentials: 'ok' } };
+    const degraded = refused.length > 0 || (delivery !== undefined && deliveryDown(delivery));
+    return { status: degraded ? 'degraded' : 'ready', checks: { ...checks, credentials: refused.length > 0 ? refused.join('; ') : 'ok', ...webhooks } };
   });
+}
+
+/** Stopped unasked, and not running again yet (a first start is not "down"). */
+function deliveryDown(state: DeliveryThreadState): boolean {
+  return state.status === 'restarting' || (state.status === 'starting' && state.restarts > 0);
+}
+
+/** "ok", "starting", or since when it is down, how it ended and when the next thread starts. */
+function describeDelivery(state: DeliveryThreadState): string {
+  if (state.status === 'running') return 'ok';
+  if (state.status === 'stopped') return 'stopped';
+  if (!deliveryDown(state)) return 'starting';
+  const since = state.since.toISOString();
+  const ended = state.lastExit ?? 'stopped';
+  if (state.status === 'starting') return `delivery thread starting again since ${since} (restart ${state.restarts}; the last one ${ended})`;
+  return `delivery thread down since ${since} (${ended}); a new one starts at ${state.nextStartAt?.toISOString() ?? 'once it can'}`;
 }
 
 /** Notes a check's outcome: `failure` undefined when it passed. */

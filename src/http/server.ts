@@ -15,6 +15,7 @@ import type { Metrics } from '../metrics/metrics.ts';
 import type { Redis } from '../redis/connection.ts';
 import type { Clock } from '../support/clock.ts';
 import type { SyncQueue } from '../sync/queue.ts';
+import type { DeliveryThreadState } from '../webhooks/index.ts';
 import { createClientDirectory } from '../access/directory.ts';
 import { type TrustProxy, clientsOf } from '../access/settings.ts';
 import { type Gate, disabledWithoutClients, requireClient, requireDashboard } from './auth.ts';
@@ -45,6 +46,8 @@ export interface HttpServerDeps {
   metrics: Metrics;
   /** What POST /v1/batches records and enqueues with (publishDepsOf in src/runtime builds it). */
   publish: PublishDeps;
+  /** The state of this process's webhook delivery thread, for /readyz (undefined: it runs none yet). */
+  webhooks?: (() => DeliveryThreadState | undefined) | undefined;
 }
 
 export interface HttpServerOptions {
@@ -105,6 +108,7 @@ export async function createHttpServer(deps: HttpServerDeps, options: HttpServer
     breakers: breakersOf(deps.remotes),
     timeoutMs: probeTimeoutMs,
     logLevel: quietLevel,
+    webhooks: deps.webhooks,
   });
   const gate: Gate = { directory, throttle: createAuthThrottle(deps.redis, config.queuePrefix, options.clock) };
   const metricsGuard = options.metricsAuth ? { onRequest: requireDashboard(gate, 'scrape /metrics') } : {};

@@ -1,4 +1,4 @@
-// The mapping module owns batch_classes, batch_events, reconciliation_runs and webhook_messages (outbox/): every read and write
+// The mapping module owns batch_classes, batch_events, reconciliation_runs, webhook_messages and webhook_routes (outbox/): every read and write
 // of them is one named operation here, one statement per file (the rest of the code calls
 // `mapping.markSynced(...)`, never a table). A state change and the audit rows that explain it are
 // one statement, fenced by the writer's lease epoch where a sync run writes.

@@ -13,7 +13,7 @@ import type { RemoteObservers } from '../accounts/remotes.ts';
 import { QUEUE_LANES } from '../read-model/index.ts';
 import type { SyncJobResult } from '../sync/processor.ts';
 import type { Transition } from '../sync/machine.ts';
-import type { DeliveryOutcome } from '../webhooks/index.ts';
+import type { DeliveryOutcome, DeliveryThreadState } from '../webhooks/index.ts';
 import { type ScrapeSource, scrapeGauges } from './scrape-gauges.ts';
 import { type ScrapeSources, refreshScrapeGauges } from './scrape.ts';
 import { webhookMetrics } from './webhooks.ts';
@@ -38,8 +38,10 @@ export interface Metrics {
   onTransition(transition: Transition): void;
   /** Pass as `createSyncWorker(runtime, { onJobResult })`. */
   recordJob(result: SyncJobResult): void;
-  /** Pass as `startWebhookDelivery({ onOutcome })`: how each webhook attempt ended. */
+  /** Pass as `startWebhookThread({ onOutcome })`: how each webhook attempt ended. */
   recordWebhook(outcome: DeliveryOutcome): void;
+  /** Pass as `startWebhookThread(deps, { onState })`: the delivery thread's state (WebhookMetrics). */
+  recordWebhookThread(state: DeliveryThreadState): void;
   /**
    * Called by the reconciliation after every run. A successful run replaces the per-category
    * counts and moves the last-success time; a failed one only counts as a failed run.
@@ -77,7 +79,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     runtimeOptions: remote,
     onTransition: sync.onTransition,
     recordJob: sync.recordJob,
-    recordWebhook: webhookMetrics(registers),
+    ...webhookMetrics(registers),
     recordReconciliation: reconcile.record,
     refresh: (sources, only) => refreshScrapeGauges(gauges, sources, only),
   };

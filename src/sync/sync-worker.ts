@@ -7,6 +7,7 @@ import type { Config } from '../config/config.ts';
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../logging/logger.ts';
 import { type Redis, createRedis } from '../redis/connection.ts';
+import type { Clock } from '../support/clock.ts';
 import { within } from '../support/timeout.ts';
 import { fullJitterBackoff } from './backoff.ts';
 import { createCredentialsGuard } from './credentials.ts';
@@ -16,6 +17,7 @@ import type { ProcessorDeps, SyncAccount } from './types.ts';
 import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
 import { BACKGROUND_QUEUE, BACKOFF_STRATEGY, SYNC_QUEUE, type SyncJobData, type SyncQueue, type SyncResult } from './queue.ts';
 import { createSweeper } from './sweep.ts';
+import { repeatTasks } from './housekeeping.ts';
 import { labelRuns } from './job-span.ts';
 import { outbox, pruneEvents } from '../mapping/index.ts';
 
@@ -48,8 +50,10 @@ export interface SyncWorkerOptions {
   onTransition?: (transition: Transition) => void;
   /** Told how each job run ended (metrics). Must not throw. */
   onJobResult?: (result: SyncJobResult) => void;
-  /** Defaults to true; tests turn it off to control when sweeps run. */
+  /** Defaults to true; tests turn it off to control when sweeps and pruning run. */
   autoSweep?: boolean;
+  /** Whose time the sweep's and the pruning's schedules keep (a test's); default the real one. */
+  clock?: Clock;
 }
 
 /** The state machine's settings from the configuration. */
@@ -89,7 +93,7 @@ export function createSyncWorker(deps: SyncWorkerDeps, options: SyncWorkerOption
   pools = [worker, background];
 
   const sweep = createSweeper({ db: database.db, queue, logger }, { stuckAfterMs: config.sync.stuckAfterMs });
-  const timer = options.autoSweep === false ? undefined : startSweeping(sweep, () => prune(database.db, config.sync.eventsRetentionMs), config, logger);
+  const stopHousekeeping = options.autoSweep === false ? undefined : startHousekeeping(deps, sweep, options.clock);
 
   let closing: Promise<void> | undefined;
   return {
@@ -98,7 +102,7 @@ export function createSyncWorker(deps: SyncWorkerDeps, options: SyncWorkerOption
     sweep,
     close(graceMs = config.sync.shutdownGraceMs) {
       closing ??= (async () => {
-        if (timer) clearInterval(timer);
+        stopHousekeeping?.();
         for (const account of accounts.all) account.credentials.close();
         // A worker closed while its connection is still starting leaves BullMQ's start-up command to
         // reject unhandled ("Connection is closed"): let both finish starting first (bounded).
@@ -195,15 +199,20 @@ function createBullWorker(
   return worker;
 }
 
-/** Every SYNC_SWEEP_EVERY: re-enqueue batches that lost their job, then prune old audit rows. */
-function startSweeping(sweep: () => Promise<unknown>, prune: () => Promise<unknown>, config: SyncWorkerDeps['config'], logger: Logger): NodeJS.Timeout {
-  const timer = setInterval(() => {
-    sweep()
-      .then(prune)
-      .catch((error) => logger.warn({ err: error }, 'sweep failed; will try again'));
-  }, config.sync.sweepEveryMs);
-  timer.unref();
-  return timer;
+/**
+ * Every SYNC_SWEEP_EVERY: re-enqueue batches that lost their job, and prune old audit rows and
+ * webhook messages. Each on a timer of its own: a sweep that keeps failing (Redis down) must not stop the pruning.
+ */
+function startHousekeeping(deps: Pick<SyncWorkerDeps, 'config' | 'database' | 'logger'>, sweep: () => Promise<unknown>, clock: Clock | undefined): () => void {
+  const { config, database, logger } = deps;
+  const prune = () => pruneOld(database.db, config.sync.eventsRetentionMs);
+  return repeatTasks(
+    [
+      { run: sweep, failure: 'sweep failed; will try again' },
+      { run: prune, failure: 'pruning old audit rows and webhook messages failed; will try again' },
+    ],
+    { everyMs: config.sync.sweepEveryMs, logger, ...(clock ? { clock } : {}) },
+  );
 }
 
 /** Wraps the processor so `onJobResult` hears how every run ended; changes nothing else. */
@@ -223,7 +232,7 @@ function observeResults(processor: SyncProcessor, onJobResult: ((result: SyncJob
 }
 
 /** The audit trail and settled webhook messages keep BATCH_EVENTS_RETENTION; returns the audit rows pruned. */
-async function prune(db: Parameters<typeof pruneEvents>[0], retentionMs: number): Promise<number> {
+async function pruneOld(db: Parameters<typeof pruneEvents>[0], retentionMs: number): Promise<number> {
   const events = await pruneEvents(db, retentionMs);
   await outbox.pruneMessages(db, retentionMs);
   return events;

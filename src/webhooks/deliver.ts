@@ -33,17 +33,18 @@ export interface Attempt {
   done: Promise<void>;
 }
 
-export function createDeliver(deps: DeliverDeps): (message: outbox.ClaimedMessage) => Attempt {
+/**
+ * One attempt at `message`, or undefined when this dispatcher has no endpoint for its institute: it
+ * claims only institutes it has one for (dispatcher.ts), so that would be a routing bug, and the
+ * message is let go for a dispatcher that can send it rather than recorded skipped.
+ */
+export function createDeliver(deps: DeliverDeps): (message: outbox.ClaimedMessage) => Attempt | undefined {
   const { settings } = deps;
   const userAgent = `classroom-sync/${packageVersion()} (webhooks)`;
   const recordAttempt: RecordAttempt = createAttemptRecorder(deps.db, { batch: settings.concurrency });
   return (message) => {
     const endpoint = deps.endpointFor(message.instituteId);
-    if (!endpoint) {
-      const record = { outcome: 'skipped', error: `no webhook endpoint is configured for institute ${message.instituteId}` } as const;
-      const done = recordAttempt(message, record).then(() => deps.onOutcome?.('skipped', message.type));
-      return { sent: Promise.resolve(), done };
-    }
+    if (!endpoint) return undefined;
     const body = JSON.stringify({ type: message.type, timestamp: message.occurredAt.toISOString(), data: message.data });
     const headers = { ...signMessage(endpoint.secrets, message.messageId, body), 'content-type': 'application/json', 'user-agent': userAgent };
     const sent = deps.poster.post(endpoint.url, body, headers);

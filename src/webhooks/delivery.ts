@@ -14,6 +14,8 @@ export interface WebhookDeliveryDeps {
   logger: Logger;
   onOutcome?: (outcome: DeliveryOutcome, type: string) => void;
   pollMs?: number;
+  /** Names this worker in webhook_routes (its id: a restarted thread keeps its row); default a random one. */
+  dispatcherId?: string | undefined;
 }
 
 /** The dispatcher with its pool and HTTP connections: `close` lets go of them too. */
@@ -34,6 +36,7 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
     routed: routedInstitutes(deps.accounts, settings.endpoint),
     ...(deps.onOutcome ? { onOutcome: deps.onOutcome } : {}),
     ...(deps.pollMs === undefined ? {} : { pollMs: deps.pollMs }),
+    dispatcherId: deps.dispatcherId,
   });
   logger.info({ concurrency: settings.concurrency, timeoutMs: settings.timeoutMs }, 'webhook delivery started');
   return {

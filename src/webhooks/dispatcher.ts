@@ -2,14 +2,20 @@
 // concurrency, and records how each attempt ended. Off the sync path entirely: a down endpoint holds
 // no memory (pending messages stay in the table) and takes no sync job's slot or connection.
 import { outbox } from '../mapping/index.ts';
+import { ROUTE_FRESH_MS, startAnnouncing } from './announce.ts';
 import { type DeliverDeps, createDeliver } from './deliver.ts';
 import { createSlots } from './slots.ts';
 
 export type { DeliveryOutcome } from './deliver.ts';
 
 export interface DispatcherDeps extends DeliverDeps {
-  /** The institutes with an endpoint (undefined: all); others' messages are skipped in bulk. */
+  /**
+   * The institutes with an endpoint (undefined: all): the only ones it claims. Others' messages are
+   * skipped in bulk, unless another dispatcher of the fleet can send them (./announce.ts).
+   */
   routed?: readonly string[] | undefined;
+  /** Names it in webhook_routes (default: host, process and a random part). A worker's id survives its thread's restarts. */
+  dispatcherId?: string | undefined;
   /** How often to look for due messages when nothing woke it sooner (default 1 s). */
   pollMs?: number;
 }
@@ -45,14 +51,14 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     logger,
     concurrency: settings.concurrency,
     maxWaitMs: settings.timeoutMs,
-    // Claim again once a slot-load of room is free, if the last claim left messages behind: several
-    // messages a claim, not one an attempt. Messages written since a claim that took all that was due
-    // wait for the next poll, so a trickle is claimed a poll's worth at a time, not one by one.
+    // Claim again once a slot-load of room is free, if the last claim left messages behind: several messages a claim, not
+    // one an attempt. Messages written since a claim that took all that was due wait for the next poll (a trickle goes by polls).
     onFree: () => moreDue && capacity - slots.held() >= settings.concurrency && nudge(),
   });
   const claim = dueMessages(deps, pollMs);
+  const announcer = startAnnouncing(deps); // so that workers without an endpoint leave those messages to it
 
-  const loop = async () => {
+  const running = (async () => {
     let failures = 0;
     while (!stopped) {
       const room = capacity - slots.held();
@@ -77,8 +83,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       });
       wake = undefined;
     }
-  };
-  const running = loop();
+  })();
 
   return {
     nudge,
@@ -86,23 +91,26 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       stopped = true;
       nudge();
       await running;
+      await announcer?.stop();
       await slots.drain(graceMs);
     },
   };
 }
 
 /**
- * Claims up to `free` due messages. Messages of institutes without an endpoint are first recorded
- * skipped in bulk, once a poll: a claim that takes one in between records it skipped too (deliver.ts).
+ * Claims up to `free` due messages of the institutes it has an endpoint for. Once a poll, due
+ * messages that no dispatcher of the fleet can send are first recorded skipped in bulk.
  */
 function dueMessages(deps: DispatcherDeps, pollMs: number): (free: number) => Promise<outbox.ClaimedMessage[]> {
+  const { routed } = deps;
   let skippedAt = Number.NEGATIVE_INFINITY;
   return async (free) => {
-    if (deps.routed && Date.now() - skippedAt >= pollMs) {
+    if (routed && Date.now() - skippedAt >= pollMs) {
       skippedAt = Date.now();
-      for (const type of await outbox.skipUnrouted(deps.db, deps.routed)) deps.onOutcome?.('skipped', type);
+      for (const type of await outbox.skipUnrouted(deps.db, routed, ROUTE_FRESH_MS)) deps.onOutcome?.('skipped', type);
     }
-    return outbox.claimDueMessages(deps.db, free, 2 * deps.settings.timeoutMs + HOLD_MARGIN_MS);
+    if (routed?.length === 0) return [];
+    return outbox.claimDueMessages(deps.db, free, 2 * deps.settings.timeoutMs + HOLD_MARGIN_MS, routed);
   };
 }
 

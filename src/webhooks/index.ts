@@ -6,4 +6,12 @@ export { type WebhookDelivery, type WebhookDeliveryDeps, startWebhookDelivery } 
 export { type RoutedAccount, endpointRouter, routedInstitutes } from './routing.ts';
 export { DEFAULT_RETRY_SCHEDULE_MS, type WebhookEndpoint, type WebhookSettings, webhookFields } from './settings.ts';
 export { signMessage } from './sign.ts';
-export { DELIVERY_NICE, startWebhookThread } from './thread.ts';
+export {
+  DELIVERY_NICE,
+  type DeliveryThreadState,
+  type DeliveryThreadStatus,
+  type WebhookThread,
+  type WebhookThreadOptions,
+  restartDelayMs,
+  startWebhookThread,
+} from './thread.ts';

@@ -8,8 +8,8 @@ export interface RoutedAccount {
 }
 
 /**
- * An institute's messages go to its account's endpoint, or else to WEBHOOK_URL; with neither, they
- * are not sent (recorded as skipped).
+ * An institute's messages go to its account's endpoint, or else to WEBHOOK_URL; with neither, this
+ * worker does not send them (recorded as skipped when no worker of the fleet can: ./announce.ts).
  */
 export function endpointRouter(
   accounts: readonly RoutedAccount[],
@@ -24,7 +24,9 @@ export function endpointRouter(
 
 /**
  * The institutes whose messages have an endpoint, or undefined when every institute's have (a
- * WEBHOOK_URL, or an endpoint on the account serving any institute): the rest are skipped in bulk.
+ * WEBHOOK_URL, or an endpoint on the account serving any institute): a dispatcher claims only these,
+ * and tells the fleet so (./announce.ts). An account serves any institute only without an accounts
+ * file, and then has no endpoint of its own: a listed institute always has its account's endpoint.
  */
 export function routedInstitutes(accounts: readonly RoutedAccount[], fallback: WebhookEndpoint | undefined): string[] | undefined {
   if (fallback !== undefined || accounts.some((account) => account.anyInstitute && account.webhook)) return undefined;

@@ -7,7 +7,8 @@ import { within } from '../support/timeout.ts';
 import type { Attempt } from './deliver.ts';
 
 export interface SlotsDeps {
-  deliver: (message: outbox.ClaimedMessage) => Attempt;
+  /** Undefined: not this dispatcher's to send (no endpoint); the message is let go at once. */
+  deliver: (message: outbox.ClaimedMessage) => Attempt | undefined;
   release: (messages: outbox.ClaimedMessage[]) => Promise<void>;
   logger: Logger;
   concurrency: number;
@@ -37,7 +38,16 @@ export function createSlots(deps: SlotsDeps): Slots {
       .catch((error: unknown) => deps.logger.warn({ err: error }, 'could not let go of webhook messages; they are due again once their claim ends'));
 
   const start = (message: outbox.ClaimedMessage) => {
-    const { sent, done } = deps.deliver(message);
+    const attempt = deps.deliver(message);
+    if (!attempt) {
+      deps.logger.warn(
+        { messageId: message.messageId, instituteId: message.instituteId },
+        'claimed a webhook message this worker has no endpoint for; letting it go',
+      );
+      void release([message]);
+      return;
+    }
+    const { sent, done } = attempt;
     const free = () => {
       sending.delete(slot);
       fill();

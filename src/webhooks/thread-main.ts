@@ -29,6 +29,7 @@ const delivery = startWebhookDelivery({
   accounts: data.accounts,
   logger,
   ...(data.pollMs === undefined ? {} : { pollMs: data.pollMs }),
+  dispatcherId: data.dispatcherId,
   onOutcome: (outcome, type) => {
     const key = `${outcome} ${type}`;
     const entry = counts.get(key) ?? { outcome, type, n: 0 };
@@ -36,6 +37,8 @@ const delivery = startWebhookDelivery({
     counts.set(key, entry);
   },
 });
+
+port.postMessage({ kind: 'running' } satisfies ThreadReport);
 
 port.on('message', (request: ThreadRequest) => {
   if (request.kind === 'nudge') return delivery.nudge();

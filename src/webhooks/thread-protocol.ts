@@ -12,6 +12,7 @@ export interface ThreadData {
   accounts: RoutedAccount[];
   logLevel: string;
   pollMs?: number | undefined;
+  dispatcherId?: string | undefined;
   /** The thread's scheduling priority on Linux (see ./thread.ts). */
   nice: number;
 }
@@ -21,4 +22,6 @@ export type ThreadRequest = { kind: 'nudge' } | { kind: 'close'; graceMs: number
 export type ThreadReport =
   | { kind: 'log'; line: string }
   | { kind: 'outcomes'; counts: { outcome: DeliveryOutcome; type: string; n: number }[] }
+  /** The dispatcher runs: this worker delivers. */
+  | { kind: 'running' }
   | { kind: 'closed' };

@@ -11,3 +11,4 @@ export * from './reconciliation-runs.ts';
 export * from './batch-events.ts';
 export type * from './stored.ts';
 export * from './webhook-messages.ts';
+export * from './webhook-routes.ts';

@@ -10,7 +10,7 @@ import { batchClasses } from './batch-classes.ts';
  * pending    to be delivered (now, or at `next_attempt_at`)
  * delivered  the endpoint answered 2xx
  * failed     given up: a 4xx other than 408/429, or retried for WEBHOOK_RETRY_FOR (`redeliver` sends it again)
- * skipped    no endpoint was configured for its institute when it came due
+ * skipped    no worker of the fleet had an endpoint for its institute when it came due (webhook-routes.ts)
  */
 export const WEBHOOK_STATUSES = ['pending', 'delivered', 'failed', 'skipped'] as const;
 export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];

@@ -14,7 +14,8 @@ interface RawClaim {
 }
 
 /**
- * Claims up to `limit` messages that are due, holding each for `holdMs` (a dispatcher that dies lets
+ * Claims up to `limit` messages that are due, of `institutes` only (default every institute: a
+ * dispatcher claims only what it can send), holding each for `holdMs` (a dispatcher that dies lets
  * go of them then). Per batch, only its oldest pending message is ever due: a later message waits
  * until the earlier one is delivered or given up, so one batch's messages arrive in order. Several
  * dispatchers claim side by side (`skip locked`) and never the same message.
@@ -23,13 +24,14 @@ interface RawClaim {
  * as an anti-join: statistics taken while nothing was pending made PostgreSQL plan the anti-join as
  * a nested loop over every pending message per pending message (1.6 s for one claim at 1,663).
  */
-export async function claimDueMessages(db: Db, limit: number, holdMs: number): Promise<ClaimedMessage[]> {
+export async function claimDueMessages(db: Db, limit: number, holdMs: number, institutes?: readonly string[]): Promise<ClaimedMessage[]> {
+  const only = institutes === undefined ? sql`` : sql`and m.institute_id = any(${sql.param([...institutes])}::text[])`;
   const { rows } = await execute<RawClaim>(
     db,
     sql`with due as (
           select m.id from webhook_messages m
            where m.status = 'pending' and m.next_attempt_at <= now()
-             and (m.locked_until is null or m.locked_until < now())
+             and (m.locked_until is null or m.locked_until < now()) ${only}
              and m.id = (select e.id from webhook_messages e where e.batch_row_id = m.batch_row_id and e.status = 'pending' order by e.id limit 1)
            order by m.next_attempt_at, m.id
            limit ${limit}

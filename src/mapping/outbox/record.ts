@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { type Db, execute } from '../sql.ts';
+import { type Db, execute, interval } from '../sql.ts';
 import type { AttemptRecord, ClaimedMessage, WebhookStatus } from './types.ts';
 
 export interface AttemptEntry {
@@ -45,16 +45,21 @@ export async function recordAttempts(db: Db, entries: readonly AttemptEntry[]): 
 }
 
 /**
- * Records every due message of an institute outside `routedInstitutes` as skipped, in one statement
- * (a deployment without webhooks pays one statement a poll, not two per message). Returns their types.
+ * Records as skipped every due message that no dispatcher can send: neither this one (`own`, the
+ * institutes it has an endpoint for) nor any other seen within `freshMs` (webhook_routes, read in this
+ * same statement). So a worker without an endpoint for an institute leaves its messages to one that
+ * has (a rolling deploy that turns webhooks on loses none), and a fleet where none has one records
+ * them skipped, once a poll, in one statement. Returns their types.
  */
-export async function skipUnrouted(db: Db, routedInstitutes: readonly string[]): Promise<string[]> {
+export async function skipUnrouted(db: Db, own: readonly string[], freshMs: number): Promise<string[]> {
   const { rows } = await execute<{ type: string }>(
     db,
-    sql`update webhook_messages set status = 'skipped', last_error = 'no webhook endpoint is configured for institute ' || institute_id
-         where status = 'pending' and next_attempt_at <= now() and (locked_until is null or locked_until < now())
-           and institute_id <> all(${sql.param([...routedInstitutes])}::text[])
-       returning type`,
+    sql`update webhook_messages m set status = 'skipped', last_error = 'no webhook endpoint is configured for institute ' || m.institute_id
+         where m.status = 'pending' and m.next_attempt_at <= now() and (m.locked_until is null or m.locked_until < now())
+           and m.institute_id <> all(${sql.param([...own])}::text[])
+           and not exists (select 1 from webhook_routes r
+                            where r.seen_at > now() - ${interval(freshMs)} and (r.institute_ids is null or m.institute_id = any(r.institute_ids)))
+       returning m.type`,
   );
   return rows.map((r) => r.type);
 }
