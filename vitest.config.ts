@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { LongestFirst } from './test/setup/longest-first.ts';
 
 // Two commands (docs/testing.md):
 //   npm test           the inner loop: the projects `unit` and `integration`, in one process each
@@ -48,6 +49,7 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: WORKERS,
     globalSetup: ['test/setup/global.ts'],
+    sequence: { sequencer: LongestFirst },
     env: { LOG_LEVEL: 'silent', NODE_ENV: 'test' },
     // `npm run test:coverage`: which lines of src/ the inner loop runs, by module (scripts/coverage-by-module.ts).
     coverage: { provider: 'v8', include: ['src/**/*.ts'], reporter: ['text-summary', 'json-summary'] },
