@@ -4,7 +4,9 @@
 import { outbox } from '../mapping/index.ts';
 import { ROUTE_FRESH_MS, startAnnouncing } from './announce.ts';
 import { type DeliverDeps, createDeliver } from './deliver.ts';
+import { createSkipGate } from './skip-gate.ts';
 import { createSlots } from './slots.ts';
+import { systemClock } from '../support/clock.ts';
 
 export type { DeliveryOutcome } from './deliver.ts';
 
@@ -103,14 +105,25 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
  */
 function dueMessages(deps: DispatcherDeps, pollMs: number): (free: number) => Promise<outbox.ClaimedMessage[]> {
   const { routed } = deps;
+  const gate = createSkipGate(systemClock);
   let skippedAt = Number.NEGATIVE_INFINITY;
-  return async (free) => {
-    if (routed && Date.now() - skippedAt >= pollMs) {
+  const skipOrClaim = async (free: number) => {
+    if (routed && gate.open() && Date.now() - skippedAt >= pollMs) {
       skippedAt = Date.now();
       for (const type of await outbox.skipUnrouted(deps.db, routed, ROUTE_FRESH_MS)) deps.onOutcome?.('skipped', type);
     }
     if (routed?.length === 0) return [];
     return outbox.claimDueMessages(deps.db, free, 2 * deps.settings.timeoutMs + HOLD_MARGIN_MS, routed);
+  };
+  return async (free) => {
+    try {
+      const claimed = await skipOrClaim(free);
+      gate.reached();
+      return claimed;
+    } catch (error) {
+      gate.failed();
+      throw error;
+    }
   };
 }
 

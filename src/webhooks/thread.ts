@@ -23,7 +23,12 @@ export const DELIVERY_NICE = 19;
 
 /** The first restart waits this long; each one after a thread that died young waits twice the last. */
 export const RESTART_FIRST_MS = 1_000;
-export const RESTART_MAX_MS = 60_000;
+/**
+ * Under ROUTE_FRESH_MS (./announce.ts), with room for a start: a thread that keeps dying keeps its
+ * route fresh (each new thread renews it at start), so peers without an endpoint never skip what
+ * this worker sends between deaths.
+ */
+export const RESTART_MAX_MS = 30_000;
 /** A thread that ran this long was healthy: if it dies, the next one starts after RESTART_FIRST_MS again. */
 export const HEALTHY_AFTER_MS = 60_000;
 
@@ -137,7 +142,7 @@ function stateKeeper(clock: Clock, onState: WebhookThreadOptions['onState']) {
   };
 }
 
-/** The wait before the next start: 1 s after a thread that ran HEALTHY_AFTER_MS, else twice the last, up to 60 s. */
+/** The wait before the next start: 1 s after a thread that ran HEALTHY_AFTER_MS, else twice the last, up to 30 s. */
 function restartBackoff(clock: Clock): (startedAt: number) => number {
   /** Threads in a row that died before HEALTHY_AFTER_MS. */
   let failures = 0;

@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { publishBatchCreated } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { outbox } from '../../src/mapping/index.ts';
+import { ANNOUNCE_EVERY_MS, ROUTE_FRESH_MS } from '../../src/webhooks/announce.ts';
 import { restartDelayMs, startWebhookThread } from '../../src/webhooks/index.ts';
+import { RESTART_MAX_MS } from '../../src/webhooks/thread.ts';
 import { untilSynced } from '../helpers/batches.ts';
 import { manualClock } from '../helpers/clock.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
@@ -89,8 +91,9 @@ describe('the webhook delivery thread', () => {
     expect(webhooks.state().nextStartAt).toEqual(new Date(clock.now() + 1_000));
   });
 
-  it('waits 1 s, 2 s, 4 s … up to 60 s between threads that die young', () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 7, 20].map(restartDelayMs)).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000]);
+  it('waits 1 s, 2 s, 4 s … up to 30 s between threads that die young: under the minute a route stays fresh', () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 20].map(restartDelayMs)).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]);
+    expect(RESTART_MAX_MS).toBeLessThan(ROUTE_FRESH_MS - ANNOUNCE_EVERY_MS);
   });
 
   it('closed while waiting to start again, starts none', async () => {
