@@ -171,10 +171,11 @@ describe.each(MID_RUN)('a key refused mid-run (%s)', (_, refusal) => {
     const alert = alertFiresOver(gauge);
     expect(alert.fired, alert.output).toBe(true);
     // One error line when the breaker opened, one when it closed; no line per batch.
-    const lines = logs.map((l) => JSON.parse(l) as { level: number; msg: string; breaker?: string });
+    const lines = logs.map((l) => JSON.parse(l) as { level: number; msg: string; breaker?: string; err?: { message?: string } });
     expect(lines.filter((l) => l.breaker === 'open')).toMatchObject([{ level: 50, msg: expect.stringMatching(/refuses the API key/) }]);
     expect(lines.filter((l) => l.breaker === 'closed')).toMatchObject([{ msg: expect.stringMatching(/accepts the API key again/) }]);
-    expect(lines.filter((l) => !l.breaker).map((l) => l.msg)).toEqual([]);
+    // Any other line is a finding; its error (if it has one) says which.
+    expect(lines.filter((l) => !l.breaker).map((l) => (l.err?.message ? `${l.msg}: ${l.err.message}` : l.msg))).toEqual([]);
   });
 });
 
