@@ -27,6 +27,12 @@ export interface LeaseViolation {
   epoch: number | null;
   /** `released`: no lease at all (released, fenced off, never taken); `expired`: it had run out. */
   lease: 'released' | 'expired' | 'never';
+  /**
+   * What the batch's row and audit trail show from 10 s before the arrival to 5 s after, oldest
+   * first: each lease change and each audit event (a call, with its outcome, duration and worker; a
+   * transition). Enough to tell a call sent late from one stamped late.
+   */
+  around: string[];
 }
 
 export interface LeaseAuditReport {
@@ -130,6 +136,7 @@ export class LeaseAuditor {
         marginMs: margin,
         epoch: lease?.epoch ?? null,
         lease: lease === undefined ? 'never' : lease.expiresAt === null ? 'released' : 'expired',
+        around: await historyAround(pool, arrival.batchId, log.get(arrival.batchId) ?? [], arrival.at),
       });
     }
     return { checked, unattributed: this.unattributed, violations, minMarginMs, underGuard };
@@ -177,4 +184,25 @@ async function readLog(pool: pg.Pool): Promise<Map<string, LeaseEntry[]>> {
     log.set(row.batch_id, entries);
   }
   return log;
+}
+
+/** The batch's lease changes and audit events near `at` (see LeaseViolation.around). */
+async function historyAround(pool: pg.Pool, batchId: string, leases: readonly LeaseEntry[], at: number): Promise<string[]> {
+  const from = at - 10_000;
+  const to = at + 5_000;
+  const stamp = (ms: number) => `${new Date(ms).toISOString().slice(11, 23)} (${Math.round(ms - at)} ms)`;
+  const lines = leases
+    .filter((l) => l.at >= from && l.at <= to)
+    .map((l) => ({ at: l.at, text: `lease epoch ${l.epoch} ${l.expiresAt === null ? 'released' : `until ${stamp(l.expiresAt)}`}` }));
+  const events = await pool.query<{ at: string; text: string }>(
+    `select (extract(epoch from e.at) * 1000)::float8::text as at,
+            concat_ws(' ', e.type, e.from_state || '→' || e.to_state, e.operation, e.outcome, e.duration_ms || ' ms',
+                      'attempt ' || e.attempt, e.worker_id, e.error) as text
+       from batch_events e join batch_classes b on b.id = e.batch_row_id
+      where b.batch_id = $1 and e.at between to_timestamp($2 / 1000.0) and to_timestamp($3 / 1000.0)`,
+    [batchId, from, to],
+  );
+  for (const row of events.rows) lines.push({ at: Number(row.at), text: `event ${row.text}` });
+  lines.push({ at, text: 'ARRIVAL of the call' });
+  return lines.sort((a, b) => a.at - b.at).map((line) => `${stamp(line.at)} ${line.text}`);
 }
