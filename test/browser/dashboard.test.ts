@@ -172,8 +172,10 @@ describe('queue dashboard in a browser', () => {
       await page.locator('a[href="/admin/queues/queue/batch-sync-background"]').first().click();
       await expect.poll(() => completedTab.innerText(), { timeout: 20_000 }).toMatch(/COMPLETED\s*1/);
       await completedTab.click();
+      // The page re-renders as it polls, so the card is found again for each step; the screenshot
+      // is of the full page, so nothing needs scrolling into view (a card scrolled to was at times
+      // replaced mid-scroll: "Element is not attached to the DOM").
       await jobCard(page, jobOf('ui-fail-1'), 'batch-sync-background').waitFor();
-      await jobCard(page, jobOf('ui-fail-1'), 'batch-sync-background').scrollIntoViewIfNeeded();
       await page.screenshot({ path: `${SHOTS}/dashboard-after-retry.png`, fullPage: true });
       traffic.expectOnlyLocal();
     } finally {
