@@ -4,6 +4,7 @@ import type { Redis } from '../redis/connection.ts';
 import { within } from '../support/timeout.ts';
 import { type BatchKey, jobIdFor } from './keys.ts';
 import { type QueueLane, priorityOf } from './lanes.ts';
+import { cutAt } from './names.ts';
 
 export const SYNC_QUEUE = 'batch-sync';
 /** Operator work and backfill: a queue with workers of their own, so they never hold a worker slot live work needs. */
@@ -75,14 +76,11 @@ export function syncJob(key: BatchKey, placement: Placement = { lane: 'live' }) 
 export const JOB_NAME_MAX = 200;
 
 /**
- * A job's name as the dashboard lists it: cut to JOB_NAME_MAX, never between the two halves of a
- * character outside the BMP (an emoji in a batch id), which would leave a lone surrogate behind.
+ * A job's name as the dashboard lists it: cut to JOB_NAME_MAX the way class names are (names.ts),
+ * never inside a character (half an emoji in a batch id would be a lone surrogate).
  */
 export function jobName(text: string): string {
-  if (text.length <= JOB_NAME_MAX) return text;
-  const last = text.charCodeAt(JOB_NAME_MAX - 1);
-  const highSurrogate = last >= 0xd800 && last <= 0xdbff;
-  return text.slice(0, highSurrogate ? JOB_NAME_MAX - 1 : JOB_NAME_MAX);
+  return cutAt(text, JOB_NAME_MAX);
 }
 
 /**
