@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { type Db, execute, interval } from '../sql.ts';
+import { dueAndFree, oldestPendingOfBatch } from './due.ts';
 import type { ClaimedMessage } from './types.ts';
 
 interface RawClaim {
@@ -16,13 +17,9 @@ interface RawClaim {
 /**
  * Claims up to `limit` messages that are due, of `institutes` only (default every institute: a
  * dispatcher claims only what it can send), holding each for `holdMs` (a dispatcher that dies lets
- * go of them then). Per batch, only its oldest pending message is ever due: a later message waits
- * until the earlier one is delivered or given up, so one batch's messages arrive in order. Several
- * dispatchers claim side by side (`skip locked`) and never the same message.
- *
- * The batch's oldest pending message is looked up per candidate (a subplan on a partial index), not
- * as an anti-join: statistics taken while nothing was pending made PostgreSQL plan the anti-join as
- * a nested loop over every pending message per pending message (1.6 s for one claim at 1,663).
+ * go of them then). Per batch, only its oldest pending message is ever due (./due.ts), so one
+ * batch's messages arrive in order. Several dispatchers claim side by side (`skip locked`) and never
+ * the same message.
  */
 export async function claimDueMessages(db: Db, limit: number, holdMs: number, institutes?: readonly string[]): Promise<ClaimedMessage[]> {
   const only = institutes === undefined ? sql`` : sql`and m.institute_id = any(${sql.param([...institutes])}::text[])`;
@@ -30,9 +27,8 @@ export async function claimDueMessages(db: Db, limit: number, holdMs: number, in
     db,
     sql`with due as (
           select m.id from webhook_messages m
-           where m.status = 'pending' and m.next_attempt_at <= now()
-             and (m.locked_until is null or m.locked_until < now()) ${only}
-             and m.id = (select e.id from webhook_messages e where e.batch_row_id = m.batch_row_id and e.status = 'pending' order by e.id limit 1)
+           where m.status = 'pending' and ${dueAndFree('m')} ${only}
+             and m.id = ${oldestPendingOfBatch('m')}
            order by m.next_attempt_at, m.id
            limit ${limit}
            for update of m skip locked)

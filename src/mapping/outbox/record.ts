@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { type Db, execute, interval } from '../sql.ts';
+import { dueAndFree, oldestPendingOfBatch } from './due.ts';
 import type { AttemptRecord, ClaimedMessage, WebhookStatus } from './types.ts';
 
 export interface AttemptEntry {
@@ -51,7 +52,7 @@ export async function recordAttempts(db: Db, entries: readonly AttemptEntry[]): 
  * has (a rolling deploy that turns webhooks on loses none), and a fleet where none has one records
  * them skipped, once a poll, in one statement. Returns their types.
  *
- * A batch is decided in order, as it is claimed: its pending messages are skipped only once its
+ * A batch is decided in order, as it is claimed (./due.ts): its pending messages are skipped only once its
  * oldest pending one is due and not claimed (and then all of them, that one included). A later
  * message is never skipped while an earlier one waits for its retry or is being sent: that one could
  * still be delivered (an endpoint back by then), and the receiver would never hear what came after.
@@ -61,9 +62,7 @@ export async function skipUnrouted(db: Db, own: readonly string[], freshMs: numb
     db,
     sql`update webhook_messages m set status = 'skipped', last_error = 'no webhook endpoint is configured for institute ' || m.institute_id
          where m.status = 'pending'
-           and exists (select 1 from webhook_messages e
-                         where e.id = (select f.id from webhook_messages f where f.batch_row_id = m.batch_row_id and f.status = 'pending' order by f.id limit 1)
-                           and e.next_attempt_at <= now() and (e.locked_until is null or e.locked_until < now()))
+           and exists (select 1 from webhook_messages e where e.id = ${oldestPendingOfBatch('m')} and ${dueAndFree('e')})
            and m.institute_id <> all(${sql.param([...own])}::text[])
            and not exists (select 1 from webhook_routes r
                             where r.seen_at > now() - ${interval(freshMs)} and (r.institute_ids is null or m.institute_id = any(r.institute_ids)))
