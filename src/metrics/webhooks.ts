@@ -23,7 +23,7 @@ export function webhookMetrics(registers: Registry[]): WebhookMetrics {
   // Absent until a delivery thread reports (a process that runs none exports no such series).
   const up = new Gauge({
     name: 'classroom_sync_webhook_delivery_up',
-    help: "1 while this process's webhook delivery thread runs; 0 while it starts, or after it stopped until a new one runs (it is started again after 1 s, doubling to 60 s).",
+    help: "1 while this process's webhook delivery thread runs; 0 while it starts, or after it stopped until a new one runs (it is started again after 1 s, doubling to 30 s).",
     registers,
   });
   up.remove();

@@ -65,7 +65,7 @@ export interface WebhookThreadOptions {
   onState?: (state: DeliveryThreadState) => void;
 }
 
-/** How long the restart after `failures` threads in a row that died young waits: 1 s, 2 s, 4 s … 60 s. */
+/** How long the restart after `failures` threads in a row that died young waits: 1 s, 2 s, 4 s … 30 s (RESTART_MAX_MS). */
 export function restartDelayMs(failures: number): number {
   return Math.min(RESTART_MAX_MS, RESTART_FIRST_MS * 2 ** failures);
 }
