@@ -4,17 +4,15 @@
 // the last minute can send, as before. And a dispatcher claims only messages it has an endpoint for.
 import { describe, expect, it } from 'vitest';
 import { publishBatches } from '../../src/intake/publish.ts';
-import { createLogger } from '../../src/logging/logger.ts';
 import { outbox } from '../../src/mapping/index.ts';
-import { type WebhookDelivery, startWebhookDelivery } from '../../src/webhooks/index.ts';
 import { untilAllSynced } from '../helpers/batches.ts';
 import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarnessPerTest } from '../helpers/use-harness.ts';
+import { type TestDispatcher, routeSeen, startTestDispatcher } from '../helpers/webhook-dispatchers.ts';
 import { type Receiver, newSecret, startReceiver } from '../helpers/webhook-receiver.ts';
 import { startTestWorker } from './http-helpers.ts';
 
 const each = useHarnessPerTest();
-const silent = createLogger({ level: 'silent' });
 
 /** `n` batches of `institute` moved to synced in one statement: the trigger writes one batch.synced message each. */
 async function syncedBatches(h: Harness, batches: { institute: string; prefix: string; n: number }[]): Promise<void> {
@@ -38,29 +36,13 @@ async function syncedBatches(h: Harness, batches: { institute: string; prefix: s
 const statuses = async (h: Harness, institute: string) =>
   (await outbox.listDeliveries(h.runtime.database.db, { instituteId: institute, limit: 1_000 })).map((m) => m.status);
 
-/** A dispatcher with an endpoint for `institutes` only (none: it can send nothing), closed at teardown. */
-function dispatcher(h: Harness, options: { institutes: string[]; receiver?: Receiver; pollMs: number; id: string }): WebhookDelivery {
-  const webhook = options.receiver ? { url: options.receiver.url, secrets: [newSecret()] } : undefined;
-  const delivery = startWebhookDelivery({
-    databaseUrl: h.config.databaseUrl,
-    settings: { ...h.config.webhooks, endpoint: undefined },
-    accounts: options.institutes.map((id) => ({ instituteIds: [id], webhook })),
-    logger: silent,
-    pollMs: options.pollMs,
-    dispatcherId: options.id,
-  });
-  each.defer(() => delivery.close(0));
-  return delivery;
-}
+const dispatcher = (h: Harness, options: TestDispatcher) => startTestDispatcher(h, each.defer, options);
 
 async function receiver(): Promise<Receiver> {
   const started = await startReceiver();
   each.defer(() => started.close());
   return started;
 }
-
-const routeSeen = (h: Harness, id: string) => async () =>
-  (await h.runtime.database.pool.query('select 1 from webhook_routes where dispatcher_id = $1', [id])).rowCount === 1 || undefined;
 
 describe('webhooks during a rollout', () => {
   it("a worker without the endpoint leaves institute A's messages to the one that has it, and still skips what nobody can send", async () => {

@@ -6,31 +6,14 @@
 // once the endpoint is back the earlier one is delivered: the receiver hears `batch.synced` and never
 // what came after it.
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/logging/logger.ts';
-import { type WebhookDelivery, startWebhookDelivery } from '../../src/webhooks/index.ts';
 import { type Harness, waitFor } from '../helpers/harness.ts';
 import { useHarnessPerTest } from '../helpers/use-harness.ts';
-import { type Receiver, newSecret, startReceiver } from '../helpers/webhook-receiver.ts';
+import { type TestDispatcher, routeSeen, startTestDispatcher } from '../helpers/webhook-dispatchers.ts';
+import { startReceiver } from '../helpers/webhook-receiver.ts';
 
 const each = useHarnessPerTest();
-const silent = createLogger({ level: 'silent' });
 
-function dispatcher(h: Harness, options: { institutes: string[]; receiver?: Receiver; pollMs: number; id: string }): WebhookDelivery {
-  const webhook = options.receiver ? { url: options.receiver.url, secrets: [newSecret()] } : undefined;
-  const delivery = startWebhookDelivery({
-    databaseUrl: h.config.databaseUrl,
-    settings: { ...h.config.webhooks, endpoint: undefined },
-    accounts: options.institutes.map((id) => ({ instituteIds: [id], webhook })),
-    logger: silent,
-    pollMs: options.pollMs,
-    dispatcherId: options.id,
-  });
-  each.defer(() => delivery.close(0));
-  return delivery;
-}
-
-const routeSeen = (h: Harness, id: string) => async () =>
-  (await h.runtime.database.pool.query('select 1 from webhook_routes where dispatcher_id = $1', [id])).rowCount === 1 || undefined;
+const dispatcher = (h: Harness, options: TestDispatcher) => startTestDispatcher(h, each.defer, options);
 
 describe('skipping keeps a batch in order', () => {
   it("a batch's later message is not skipped while its earlier one waits, and is delivered after it once the endpoint is back", async () => {
