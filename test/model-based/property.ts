@@ -14,8 +14,8 @@
 //               fc.scheduledModelRun + fc.scheduler(): a run racing other paths, gate by gate
 // `npx vitest run test/integration/batch-model.` runs both.
 //
-// MODEL_RUNS=n sequences per property (by default 75; TEST_DEPTH=full, as npm run test:all and npm run test:model set it:
-// 1,000 each, 2,000 in all);
+// MODEL_RUNS=n sequences per property (by default 75; TEST_DEPTH=full, as npm run test:all sets it: 250 each;
+// npm run test:model: 1,000 each, 2,000 in all);
 // MODEL_COMMANDS=n commands at most per sequence (default 20); MODEL_ONLY=sequential|racing;
 // FC_SEED=<seed> replays a run, FC_PATH=<path> (run the failing property's file alone, or with MODEL_ONLY:
 // each property has its own) one failure (each file prints its seed; a failure prints both; a race
@@ -38,7 +38,7 @@ import { driveToRest } from './rest.ts';
 export type Property = 'sequential' | 'racing';
 
 const env = process.env;
-const RUNS = Number(env.MODEL_RUNS ?? depth(75, 1_000));
+const RUNS = Number(env.MODEL_RUNS ?? depth(75, 250));
 const MAX_COMMANDS = Number(env.MODEL_COMMANDS ?? 20);
 const SHRINKS = Number(env.MODEL_SHRINKS ?? 150);
 const IGNORE = (env.MODEL_IGNORE ?? '').split(',').filter(Boolean);
