@@ -70,9 +70,19 @@ async function ensureTemplate(server: string): Promise<string> {
   return name;
 }
 
-/** Templates of earlier migrations are of no use any more. */
+/** How many templates are kept: another checkout (a worktree, a clone) may be testing other migrations right now. */
+const TEMPLATES_KEPT = 4;
+
+/**
+ * Templates of earlier migrations are of no use to this checkout, but may be to another one running
+ * its tests at this moment: only the oldest beyond the newest TEMPLATES_KEPT are dropped (a
+ * database's oid grows with its creation).
+ */
 async function dropOlderTemplates(client: pg.Client, keep: string): Promise<void> {
-  const old = await client.query<{ datname: string }>('select datname from pg_database where datname like $1 and datname <> $2', [`${TEMPLATE_PREFIX}%`, keep]);
+  const old = await client.query<{ datname: string }>(
+    'select datname from pg_database where datname like $1 and datname <> $2 order by oid desc offset $3',
+    [`${TEMPLATE_PREFIX}%`, keep, TEMPLATES_KEPT - 1],
+  );
   for (const { datname } of old.rows) {
     await client.query(`alter database ${pg.escapeIdentifier(datname)} is_template false`);
     await client.query(`drop database if exists ${pg.escapeIdentifier(datname)} with (force)`);
