@@ -79,10 +79,11 @@ const TEMPLATES_KEPT = 4;
  * database's oid grows with its creation).
  */
 async function dropOlderTemplates(client: pg.Client, keep: string): Promise<void> {
-  const old = await client.query<{ datname: string }>(
-    'select datname from pg_database where datname like $1 and datname <> $2 order by oid desc offset $3',
-    [`${TEMPLATE_PREFIX}%`, keep, TEMPLATES_KEPT - 1],
-  );
+  const old = await client.query<{ datname: string }>('select datname from pg_database where datname like $1 and datname <> $2 order by oid desc offset $3', [
+    `${TEMPLATE_PREFIX}%`,
+    keep,
+    TEMPLATES_KEPT - 1,
+  ]);
   for (const { datname } of old.rows) {
     await client.query(`alter database ${pg.escapeIdentifier(datname)} is_template false`);
     await client.query(`drop database if exists ${pg.escapeIdentifier(datname)} with (force)`);
