@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 
 const RESULTS = fileURLToPath(new URL('../RESULTS.md', import.meta.url));
 /** Section order in RESULTS.md. */
-const ORDER = ['rate-limit', 'latency', 'cost', 'cost-node20', 'cost-node24', 'intake', 'reconcile', 'lanes', 'accounts'];
+const ORDER = ['rate-limit', 'latency', 'cost', 'cost-node20', 'cost-node24', 'intake', 'reconcile', 'lanes', 'accounts', 'scale'];
 
 export interface Machine {
   cores: number;

@@ -2,6 +2,7 @@
 // drizzle-kit migrations under an advisory lock, so several processes starting at once are harmless.
 import { fileURLToPath } from 'node:url';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import { runBackfills } from './backfills.ts';
 import pg from 'pg';
 import { createDatabase } from './client.ts';
 import { isConnectionLoss } from './connection-loss.ts';
@@ -93,6 +94,7 @@ async function migrateUnderLock(url: string): Promise<void> {
       // Several processes starting at once: one migrates, the others wait here and find nothing to do.
       await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
       await migrate(database.db, { migrationsFolder: MIGRATIONS_FOLDER });
+      await runBackfills(database.db);
       await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     } catch (error) {
       lost ??= isConnectionLoss(error) ? error : undefined;

@@ -161,33 +161,28 @@ async function publishChange(deps: PublishDeps, event: BatchEvent): Promise<Acce
 }
 
 async function recordChunk(deps: PublishDeps, events: BatchCreated[], lane: BatchLane): Promise<AcceptedBatch[]> {
-  // Where each institute's new batches join its line in the lane: counted before they are recorded.
-  const backlog = await mapping.backlogOf(
-    deps.db,
-    lane,
-    events.map((e) => e.instituteId),
-  );
-  // The row and the first line of its audit trail are written together, by one statement.
+  // The row and the first line of its audit trail are written together, by one statement, which
+  // also gives each new batch its place in its institute's line in the lane.
   const inserted = await mapping.recordReceived(
     deps.db,
     events.map(({ version, ...event }) => ({ event, version, className: renderClassName(deps.defaults.classNameTemplate, event) })),
     lane,
   );
-  const fresh = new Set(inserted.map(keyOf));
+  const placed = new Map(inserted.map((r) => [keyOf(r), r.position]));
   // A row inserted just now is `pending` (its job is not even queued yet): only batches that were
   // already known need their state read back.
   const known = await currentStates(
     deps.db,
-    events.filter((e) => !fresh.has(keyOf(e))),
+    events.filter((e) => !placed.has(keyOf(e))),
   );
   const seen = new Set<string>();
   const results = events.map((e) => {
     const k = keyOf(e);
     // The first occurrence of a key in this request is "new" if we inserted it; repeats are duplicates.
-    const duplicate = !fresh.has(k) || seen.has(k);
+    const duplicate = !placed.has(k) || seen.has(k);
     seen.add(k);
     const stored = known.get(k);
-    const placement = stored ? { lane: queueLaneOf(stored.lane, stored.state) } : nextInLine(backlog, e.instituteId, lane);
+    const placement: Placement = stored ? { lane: queueLaneOf(stored.lane, stored.state) } : { lane, position: placed.get(k) ?? 0 };
     const outcome: IntakeOutcome = duplicate ? 'duplicate' : 'recorded';
     return {
       batchId: e.batchId,
@@ -207,13 +202,6 @@ async function recordChunk(deps: PublishDeps, events: BatchCreated[], lane: Batc
     if (e.version !== undefined && accepted[i]?.duplicate) accepted[i] = await publishChange(deps, e);
   }
   return accepted;
-}
-
-/** The next place in `instituteId`'s line in the lane (and moves the line on). */
-function nextInLine(backlog: Map<string, number>, instituteId: string, lane: BatchLane): Placement {
-  const position = backlog.get(instituteId) ?? 0;
-  backlog.set(instituteId, position + 1);
-  return { lane, position };
 }
 
 /**

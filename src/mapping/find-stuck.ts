@@ -1,53 +1,68 @@
-import { sql } from 'drizzle-orm';
-import { TERMINAL_STATES } from '../db/schema/index.ts';
-import { type Db, execute, interval, stateList } from './sql.ts';
-import { type BatchKey, type BatchLane, type BatchState, UNDER_WAY_STATES } from './types.ts';
-
-const terminal = stateList(TERMINAL_STATES);
+import { type SQL, sql } from 'drizzle-orm';
+import { type Db, execute, interval } from './sql.ts';
+import type { BatchKey, BatchLane, BatchState } from './types.ts';
 
 /** A batch to put back on the queue, with what its job's place in the queue depends on. */
 export interface Requeueable extends BatchKey {
   id: number;
   lane: BatchLane;
   state: BatchState;
-  /** Its place in its institute's line among the stuck batches of its lane (0 first). */
+  /** Its place in its institute's line in its lane (0 first): its line minus the first waiting one's. */
   position: number;
 }
 
 /**
  * Which unfinished batches a sweep looks at: `ahead`, those whose jobs go before any backfill (under
- * way, live, operator work), or `backfill`, the backfill lane's batches not yet under way. A sweep
- * pages through each on its own, so a large backfill never keeps it from the others.
+ * way, live, operator work, a change due), or `backfill`, the backfill lane's batches not yet under
+ * way. A sweep pages through each on its own, so a large backfill never keeps it from the others.
  */
 export type StuckTier = 'ahead' | 'backfill';
 
-const UNDER_WAY = sql`state in (${stateList(UNDER_WAY_STATES)})`;
+// Written out as the partial indexes' own predicates (migrations/0012_lines.sql), so that each page is
+// an ordered scan of its index from the cursor: a page costs the same however many rows wait.
+const AHEAD = sql.raw(`(state in ('creating', 'created', 'link_enabled') or (state = 'pending' and lane <> 'backfill'))`);
+const BACKFILL = sql.raw(`(state = 'pending' and lane = 'backfill')`);
+// At rest with a change still to apply (batch_classes_change_due_idx).
+const CHANGE_DUE = sql.raw(`(revision > applied_revision and state in ('synced', 'cancelled'))`);
 
-const TIERS: Record<StuckTier, ReturnType<typeof sql>> = {
-  ahead: sql`(${UNDER_WAY} or lane <> 'backfill')`,
-  backfill: sql`(lane = 'backfill' and not ${UNDER_WAY})`,
-};
+export interface FindStuckOptions {
+  /** Only rows nobody touched for this long (0: every row, as after a Redis wipe). */
+  stuckAfterMs: number;
+  tier: StuckTier;
+  /** The keyset cursor: rows after this id. */
+  afterId: number;
+  limit: number;
+}
 
 /**
  * Up to `limit` unfinished batches of `tier` nobody has touched for `stuckAfterMs` and nobody holds a
  * lease on, in the order they were recorded, starting after row `afterId`; each with its place in its
  * institute's line in its lane, so a rebuilt queue interleaves institutes as intake did.
  */
-export async function findStuck(db: Db, options: { stuckAfterMs: number; tier: StuckTier; afterId: number; limit: number }): Promise<Requeueable[]> {
-  const result = await execute<Requeueable>(
-    db,
-    sql`
-    select * from (
-      select id, institute_id as "instituteId", batch_id as "batchId", lane, state,
-             (row_number() over (partition by institute_id, lane order by id) - 1)::int as position
-        from batch_classes
-       where (state not in (${terminal}) or (revision > applied_revision and state in ('synced', 'cancelled')))
-         and updated_at < now() - ${interval(options.stuckAfterMs)}
-         and (lease_expires_at is null or lease_expires_at < now())
-         and ${TIERS[options.tier]}
-    ) stuck
-     where id > ${options.afterId}
-     order by id limit ${options.limit}`,
-  );
-  return result.rows.map((row) => ({ ...row, id: Number(row.id) }));
+export async function findStuck(db: Db, options: FindStuckOptions): Promise<Requeueable[]> {
+  return (await execute<Requeueable>(db, findStuckStatement(options))).rows;
+}
+
+/** findStuck's statement (bench/scale.ts shows its plan). */
+export function findStuckStatement(options: FindStuckOptions): SQL {
+  const { tier, afterId, limit } = options;
+  const free = sql`updated_at < now() - ${interval(options.stuckAfterMs)} and (lease_expires_at is null or lease_expires_at < now()) and id > ${afterId}`;
+  const columns = sql.raw(`id, institute_id, batch_id, lane, state, line`);
+  const page =
+    tier === 'backfill'
+      ? sql`select ${columns} from batch_classes where ${BACKFILL} and ${free} order by id limit ${limit}`
+      : sql`select * from ((select ${columns} from batch_classes where ${AHEAD} and ${free} order by id limit ${limit})
+             union all (select ${columns} from batch_classes where ${CHANGE_DUE} and ${free} order by id limit ${limit})) both_kinds
+             order by id limit ${limit}`;
+  return sql`
+    with page as (${page}),
+    firsts as (
+      select l.institute_id, l.lane,
+             (select min(b.line) from batch_classes b where b.institute_id = l.institute_id and b.lane = l.lane and b.state = 'pending') as first
+        from (select distinct institute_id, lane from page where state = 'pending' and lane <> 'operator') l
+    )
+    select p.id::float8 as id, p.institute_id as "instituteId", p.batch_id as "batchId", p.lane, p.state,
+           coalesce(least(greatest(0, p.line - f.first), 2147483647), 0)::int as position
+      from page p left join firsts f on f.institute_id = p.institute_id and f.lane = p.lane
+     order by p.id`;
 }

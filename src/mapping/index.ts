@@ -15,7 +15,6 @@ export { type AcknowledgedCreate, acknowledgedCreates } from './acknowledged-cre
 export { type AcquireResult, acquireLease, changeDue, wantsRun } from './acquire-lease.ts';
 export { adoptCandidates } from './adopt-candidates.ts';
 export { type BatchFacts, readBatchFacts } from './batch-facts.ts';
-export { backlogOf } from './backlog-of.ts';
 export { batchesOfInstitute } from './batches-of-institute.ts';
 export { claimCreatedClass } from './claim-created-class.ts';
 export { type RunClose, closeRun } from './close-run.ts';
@@ -40,7 +39,7 @@ export { pruneEvents } from './prune-events.ts';
 export { readTimeline } from './read-timeline.ts';
 export { type ReconciliationRunRow, recentRuns } from './recent-runs.ts';
 export { type ReconcileRow, reconcileRows } from './reconcile-rows.ts';
-export { type ReceivedBatch, recordReceived } from './record-received.ts';
+export { type ReceivedBatch, type RecordedBatch, recordReceived } from './record-received.ts';
 export { recordRequeues } from './record-requeues.ts';
 export { redoLinkStep } from './redo-link-step.ts';
 export { type RunEnd, releaseLease } from './release-lease.ts';

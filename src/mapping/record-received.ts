@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { type Db, execute, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchLane, StoredEvent } from './types.ts';
 
@@ -10,30 +10,61 @@ export interface ReceivedBatch {
   version?: number | undefined;
 }
 
+/** A batch recorded just now, with its job's place in its institute's line in the lane (0 first). */
+export interface RecordedBatch extends BatchKey {
+  position: number;
+}
+
 /**
  * Records batches as `pending` in `lane`, each with the first line of its audit trail, in one
- * statement; a batch already recorded is left as it is (its lane too). Returns the batches recorded just now. The columns travel
- * as four array parameters: a multi-row VALUES of 1,000 events built by the query builder cost more
- * CPU than everything else on the intake path (bench/intake.ts, --profile).
+ * statement; a batch already recorded is left as it is (its lane too). Returns the batches recorded
+ * just now, in the order given.
+ *
+ * Each new batch joins the end of its institute's line in the lane: its `line` is one more than the
+ * last waiting batch's, and its job's place is that minus the line of the first one still waiting.
+ * Both ends are read by key (batch_classes_waiting_line_idx), so a chunk costs the same whether a
+ * thousand or a million batches wait. Two chunks of one institute recorded at the same moment may
+ * share places: their jobs then go in the order they were queued.
+ *
+ * The columns travel as five array parameters: a multi-row VALUES of 1,000 events built by the query
+ * builder cost more CPU than everything else on the intake path (bench/intake.ts, --profile).
  */
-export async function recordReceived(db: Db, batches: readonly ReceivedBatch[], lane: BatchLane = 'live'): Promise<BatchKey[]> {
-  const result = await execute<BatchKey>(
-    db,
-    sql`
-    with inserted as (
-      insert into batch_classes (institute_id, batch_id, class_name, event, version, lane)
-      select institute_id, batch_id, class_name, event::jsonb, version, ${lane}::batch_lane
-        from unnest(${sql.param(batches.map((b) => b.event.instituteId))}::text[], ${sql.param(batches.map((b) => b.event.batchId))}::text[],
-                    ${sql.param(batches.map((b) => b.className))}::text[],
-                    ${sql.param(batches.map((b) => JSON.stringify(b.event)))}::text[],
-                    ${sql.param(batches.map((b) => b.version ?? null))}::bigint[]) as v(institute_id, batch_id, class_name, event, version)
+export async function recordReceived(db: Db, batches: readonly ReceivedBatch[], lane: BatchLane = 'live'): Promise<RecordedBatch[]> {
+  return (await execute<RecordedBatch>(db, recordReceivedStatement(batches, lane))).rows;
+}
+
+/** recordReceived's statement (bench/scale.ts shows its plan). */
+export function recordReceivedStatement(batches: readonly ReceivedBatch[], lane: BatchLane): SQL {
+  return sql`
+    with given as (
+      select * from unnest(${sql.param(batches.map((b) => b.event.instituteId))}::text[], ${sql.param(batches.map((b) => b.event.batchId))}::text[],
+                           ${sql.param(batches.map((b) => b.className))}::text[],
+                           ${sql.param(batches.map((b) => JSON.stringify(b.event)))}::text[],
+                           ${sql.param(batches.map((b) => b.version ?? null))}::bigint[])
+             with ordinality as v(institute_id, batch_id, class_name, event, version, ord)
+    ), fresh as (
+      -- The first of each new batch: one already recorded keeps its place, and takes none.
+      select distinct on (institute_id, batch_id) g.* from given g
+       where not exists (select 1 from batch_classes b where b.institute_id = g.institute_id and b.batch_id = g.batch_id)
+       order by institute_id, batch_id, ord
+    ), ends as (
+      select i.institute_id,
+             (select max(b.line) from batch_classes b where b.institute_id = i.institute_id and b.lane = ${lane}::batch_lane and b.state = 'pending') as last,
+             (select min(b.line) from batch_classes b where b.institute_id = i.institute_id and b.lane = ${lane}::batch_lane and b.state = 'pending') as first
+        from (select distinct institute_id from fresh) i
+    ), placed as (
+      select f.*, coalesce(e.last + 1, 0) + row_number() over (partition by f.institute_id order by f.ord) - 1 as line, coalesce(e.first, 0) as first
+        from fresh f join ends e using (institute_id)
+    ), inserted as (
+      insert into batch_classes (institute_id, batch_id, class_name, event, version, lane, line)
+      select institute_id, batch_id, class_name, event::jsonb, version, ${lane}::batch_lane, line from placed order by ord
       on conflict (institute_id, batch_id) do nothing
-      returning id, institute_id, batch_id
+      returning id, institute_id, batch_id, line
     ), audit as (
       insert into batch_events (batch_row_id, type, to_state, trace_id)
       select id, 'received', 'pending', ${traceIdNow()} from inserted
     )
-    select institute_id as "instituteId", batch_id as "batchId" from inserted`,
-  );
-  return result.rows;
+    select i.institute_id as "instituteId", i.batch_id as "batchId", least(greatest(0, i.line - p.first), 2147483647)::int as position
+      from inserted i join placed p using (institute_id, batch_id)
+     order by p.ord`;
 }

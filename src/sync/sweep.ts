@@ -1,23 +1,37 @@
 // Postgres is the source of truth; Redis only holds work in flight. If Redis loses jobs (restart
 // without persistence, eviction, a failed enqueue after the row was written), this puts every
 // unfinished batch that has no live job back on the queue.
+//
+// A pass looks at one page of each tier, from where the last pass stopped (keyset on the row id),
+// so its cost is the page's, however many batches wait. After a Redis wipe (the queue's marker key
+// is gone) one worker rebuilds the whole queue in one go, page after page, in the order the
+// batches were recorded, each in its lane and place; then it sets the marker again.
 import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
+import type { Redis } from '../redis/connection.ts';
 import { type BatchKey, jobIdFor } from './keys.ts';
-import { queueLaneOf } from './lanes.ts';
+import { laneOfPriority, queueLaneOf } from './lanes.ts';
 import type { Queue } from 'bullmq';
-import { type Placement, type SyncQueue, bothQueues, queueFor, syncJob } from './queue.ts';
+import { type Placement, SYNC_QUEUE, type SyncQueue, bothQueues, queueFor, syncJob } from './queue.ts';
 
 const LIVE_STATES = new Set(['active', 'waiting', 'waiting-children', 'delayed', 'prioritized']);
+/** How many batches of a page are looked up in Redis at once. */
+const AT_ONCE = 100;
+/** How long a rebuilding worker holds the rebuild (renewed every page); another takes over after it. */
+const REBUILD_HOLD_MS = 60_000;
 
 export interface SweepResult {
   examined: number;
   requeued: number;
+  /** True when this pass rebuilt the whole queue (its marker was missing: Redis lost its data). */
+  rebuilt?: boolean;
 }
 
 export interface SweepDeps {
   db: mapping.Db;
   queue: SyncQueue;
+  /** The queue's Redis: where its marker is kept. */
+  redis: Redis;
   logger: Logger;
 }
 
@@ -33,24 +47,24 @@ const TIERS: readonly mapping.StuckTier[] = ['ahead', 'backfill'];
  * A sweep that remembers where it stopped: each pass looks at the next `limit` batches of each tier
  * (batches under way, live and operator work; then the backfill), and starts a tier over once it
  * reached its end. So with more unfinished batches than one pass looks at, every one is reached in a
- * few passes, and a backfill of any size never keeps the sweep from live batches.
+ * few passes, and a backfill of any size never keeps the sweep from live batches. When the queue's
+ * marker is missing, the pass rebuilds the whole queue instead (one worker of the fleet at a time).
  */
 export function createSweeper(deps: SweepDeps, options: SweepOptions): () => Promise<SweepResult> {
   const limit = options.limit ?? 1_000;
   const after: Record<mapping.StuckTier, number> = { ahead: 0, backfill: 0 };
+  const marker = queueMarker(deps.redis, deps.queue);
   return async () => {
-    let examined = 0;
-    let requeued = 0;
+    if (!(await marker.present()) && (await marker.claimRebuild())) return rebuild(deps, marker, limit);
+    const total: SweepResult = { examined: 0, requeued: 0 };
     for (const tier of TIERS) {
       const rows = await mapping.findStuck(deps.db, { stuckAfterMs: options.stuckAfterMs, tier, afterId: after[tier], limit });
       after[tier] = rows.length < limit ? 0 : (rows.at(-1)?.id ?? 0);
-      examined += rows.length;
-      for (const row of rows) {
-        if (await requeue(deps.queue, row, { lane: queueLaneOf(row.lane, row.state), position: row.position })) requeued += 1;
-      }
+      total.examined += rows.length;
+      total.requeued += await requeuePage(deps, rows);
     }
-    if (requeued > 0) deps.logger.warn({ examined, requeued }, 'sweep re-enqueued batches that had no live job');
-    return { examined, requeued };
+    if (total.requeued > 0) deps.logger.warn(total, 'sweep re-enqueued batches that had no live job');
+    return total;
   };
 }
 
@@ -60,17 +74,77 @@ export function sweepStuckBatches(deps: SweepDeps, options: SweepOptions): Promi
 }
 
 /**
+ * Every unfinished batch without a live job back on the queue: the tier ahead first, then the
+ * backfill, each in the order recorded. Rows touched a moment ago count too: after a wipe nothing
+ * they had queued is left. Memory stays one page.
+ */
+async function rebuild(deps: SweepDeps, marker: QueueMarker, limit: number): Promise<SweepResult> {
+  const total: SweepResult = { examined: 0, requeued: 0, rebuilt: true };
+  const startedAt = Date.now();
+  for (const tier of TIERS) {
+    for (let afterId = 0; ; ) {
+      const rows = await mapping.findStuck(deps.db, { stuckAfterMs: 0, tier, afterId, limit });
+      total.examined += rows.length;
+      total.requeued += await requeuePage(deps, rows);
+      await marker.holdRebuild();
+      if (rows.length < limit) break;
+      afterId = rows.at(-1)?.id ?? 0;
+    }
+  }
+  await marker.set();
+  const level = total.requeued > 0 ? 'warn' : 'info';
+  deps.logger[level]({ ...total, ms: Date.now() - startedAt }, 'queue rebuilt from PostgreSQL: its marker was missing (first start, or Redis lost its data)');
+  return total;
+}
+
+/**
+ * Requeues each row of a page that has no live job; returns how many it queued. Whether a job exists
+ * at all is one EXISTS per queue and row (sent together): after a wipe that answers for nearly every
+ * row, and those are added in bulk, in the page's order. A row whose job exists is looked at closer
+ * (`requeue`: live, finished or failed, in which lane), `AT_ONCE` at a time.
+ */
+async function requeuePage(deps: SweepDeps, rows: readonly mapping.Requeueable[]): Promise<number> {
+  const placed = rows.map((row) => ({ row, placement: { lane: queueLaneOf(row.lane, row.state), position: row.position } }));
+  const queues = bothQueues(deps.queue);
+  const found = await Promise.all(placed.map(({ row }) => Promise.all(queues.map((q) => deps.redis.exists(q.toKey(jobIdFor(row)))))));
+  const missing = placed.filter((_, i) => found[i]?.every((n) => n === 0));
+  const present = placed.filter((_, i) => !found[i]?.every((n) => n === 0));
+  for (const queue of queues) {
+    const jobs = missing.filter(({ placement }) => queueFor(deps.queue, placement.lane) === queue).map(({ row, placement }) => syncJob(row, placement));
+    // An id taken meanwhile (intake, another sweep) is left as it is: BullMQ adds no second job under it.
+    if (jobs.length > 0) await queue.addBulk(jobs);
+  }
+  let requeued = missing.length;
+  for (let start = 0; start < present.length; start += AT_ONCE) {
+    const slice = present.slice(start, start + AT_ONCE);
+    const queued = await Promise.all(slice.map(({ row, placement }) => requeue(deps.queue, row, placement, { reorderInLane: false })));
+    requeued += queued.filter(Boolean).length;
+  }
+  return requeued;
+}
+
+export interface RequeueOptions {
+  /**
+   * Whether a live job waiting behind `placement` inside its lane is moved up to it (default true:
+   * an operator's retry). The sweep moves a job only to an earlier lane: places inside a lane shift
+   * as the line moves, and a waiting job is already where intake put it.
+   */
+  reorderInLane?: boolean;
+}
+
+/**
  * Puts a batch back on the queue of its lane, in its place (lane and position), unless a live job
  * already exists in either queue: one in the target queue is moved up to the place if it waits
  * behind it. Returns true when it queued one.
  */
-export async function requeue(queue: SyncQueue, key: BatchKey, placement: Placement): Promise<boolean> {
+export async function requeue(queue: SyncQueue, key: BatchKey, placement: Placement, options: RequeueOptions = {}): Promise<boolean> {
   const jobId = jobIdFor(key);
   const target = queueFor(queue, placement.lane);
   const job = syncJob(key, placement);
   const states = await Promise.all(bothQueues(queue).map(async (q) => [q, await q.getJobState(jobId)] as const));
+  const reorder = options.reorderInLane ?? true;
   if (states.some(([, state]) => LIVE_STATES.has(state))) {
-    if (LIVE_STATES.has(states.find(([q]) => q === target)?.[1] ?? 'unknown')) await raisePriority(target, jobId, job.opts.priority);
+    if (LIVE_STATES.has(states.find(([q]) => q === target)?.[1] ?? 'unknown')) await raisePriority(target, jobId, job.opts.priority, reorder);
     return false;
   }
   const failedHere = states.find(([q, state]) => q === target && state === 'failed');
@@ -78,7 +152,7 @@ export async function requeue(queue: SyncQueue, key: BatchKey, placement: Placem
     const failed = await target.getJob(jobId);
     if (failed) {
       await failed.retry('failed', { resetAttemptsMade: true });
-      await raisePriority(target, jobId, job.opts.priority);
+      await raisePriority(target, jobId, job.opts.priority, true);
       return true;
     }
   }
@@ -88,8 +162,40 @@ export async function requeue(queue: SyncQueue, key: BatchKey, placement: Placem
   return true;
 }
 
-/** Moves a queued job up to `priority` if it waits behind it (never down: it may be under way). */
-async function raisePriority(queue: Queue, jobId: string, priority: number): Promise<void> {
+/** Moves a queued job up to `priority` if it waits behind it (never down: it may be under way); with `inLane` false, only from a later lane. */
+async function raisePriority(queue: Queue, jobId: string, priority: number, inLane: boolean): Promise<void> {
   const job = await queue.getJob(jobId);
-  if (job && (job.opts.priority ?? 0) > priority) await job.changePriority({ priority });
+  const current = job?.opts.priority ?? 0;
+  if (!job || current <= priority) return;
+  if (inLane || laneOfPriority(current) !== laneOfPriority(priority)) await job.changePriority({ priority });
+}
+
+interface QueueMarker {
+  present(): Promise<boolean>;
+  /** True when this worker may rebuild now (no other one is). */
+  claimRebuild(): Promise<boolean>;
+  holdRebuild(): Promise<void>;
+  set(): Promise<void>;
+}
+
+/**
+ * A key beside the sync queue's own (a wipe of Redis takes it with the jobs; an obliterate of the queue does not) that says
+ * the queue was built from PostgreSQL; and the short-lived claim of the worker rebuilding it.
+ */
+function queueMarker(redis: Redis, queue: SyncQueue): QueueMarker {
+  const base = `${queue.opts.prefix ?? 'bull'}:${SYNC_QUEUE}`;
+  const builtKey = `${base}:classroom-sync-built`;
+  const rebuildKey = `${base}:classroom-sync-rebuilding`;
+  const token = `${process.pid}-${Math.random().toString(36).slice(2)}`;
+  return {
+    present: async () => (await redis.exists(builtKey)) === 1,
+    claimRebuild: async () => (await redis.set(rebuildKey, token, 'PX', REBUILD_HOLD_MS, 'NX')) === 'OK',
+    holdRebuild: async () => {
+      await redis.pexpire(rebuildKey, REBUILD_HOLD_MS);
+    },
+    set: async () => {
+      await redis.set(builtKey, new Date().toISOString());
+      await redis.del(rebuildKey);
+    },
+  };
 }

@@ -38,6 +38,8 @@ export interface SyncWorkerDeps {
   logger: Logger;
   database: Pick<Database, 'db'>;
   queue: SyncQueue;
+  /** The queue's Redis (the sweep keeps the queue's marker there). */
+  redis: Redis;
   /** Names this process in every lease it takes. */
   workerId: string;
   /** Per account: its classroom client, rate limiter and credentials breaker. */
@@ -92,7 +94,7 @@ export function createSyncWorker(deps: SyncWorkerDeps, options: SyncWorkerOption
   const background = createBullWorker(deps, { name: BACKGROUND_QUEUE, concurrency: config.sync.backgroundConcurrency, connection: connections[1] }, processor);
   pools = [worker, background];
 
-  const sweep = createSweeper({ db: database.db, queue, logger }, { stuckAfterMs: config.sync.stuckAfterMs });
+  const sweep = createSweeper({ db: database.db, queue, redis: deps.redis, logger }, { stuckAfterMs: config.sync.stuckAfterMs });
   const stopHousekeeping = options.autoSweep === false ? undefined : startHousekeeping(deps, sweep, options.clock);
 
   let closing: Promise<void> | undefined;

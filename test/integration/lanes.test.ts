@@ -77,7 +77,10 @@ describe('a backfill running at the rate limit', () => {
     // One batch is under way: its add-class was sent before the wipe.
     await h.runtime.database.pool.query(`update batch_classes set state = 'creating', create_sent_at = now() where batch_id = 'wipe-back-000'`);
     for (const queue of bothQueues(h.runtime.queue)) await queue.obliterate({ force: true });
-    const swept = await sweepStuckBatches({ db: h.runtime.database.db, queue: h.runtime.queue, logger: h.runtime.logger }, { stuckAfterMs: 0 });
+    const swept = await sweepStuckBatches(
+      { db: h.runtime.database.db, queue: h.runtime.queue, redis: h.runtime.redis, logger: h.runtime.logger },
+      { stuckAfterMs: 0 },
+    );
     expect(swept.requeued).toBe(8);
     // Which queue a job is in, its lane, and the lane of its priority.
     const laneOf = async (batchId: string) => {
@@ -93,14 +96,20 @@ describe('a backfill running at the rate limit', () => {
     for (const id of ['wipe-live-000', 'wipe-live-002']) expect(await laneOf(id)).toEqual([SYNC_QUEUE, 'live', 'live']);
   });
 
-  it('after a Redis wipe with more batches than one sweep pass looks at, live ones come back first and every one within a few passes', async () => {
+  it('jobs lost while the queue marker stayed (an obliterate, failed enqueues): live ones come back first and every one within a few passes', async () => {
     const h = await harness({ env: { CLASSROOM_RATE_LIMIT_PER_MINUTE: '600000' } });
     const deps = publishDepsOf(h);
     // The backfill is older than the live batches: a sweep that took the oldest first would never reach them.
     await publishBatches(deps, events('big-back', 10), { lane: 'backfill' });
     await publishBatches(deps, events('late-live', 4));
+    const sweep = createSweeper(
+      { db: h.runtime.database.db, queue: h.runtime.queue, redis: h.runtime.redis, logger: h.runtime.logger },
+      { stuckAfterMs: 0, limit: 3 },
+    );
+    // The first pass finds the queue's marker missing and checks every batch (all live: nothing to do).
+    expect(await sweep()).toMatchObject({ rebuilt: true, requeued: 0 });
+    // An obliterate takes the jobs but not the marker: what is missing is found a page at a time.
     for (const queue of bothQueues(h.runtime.queue)) await queue.obliterate({ force: true });
-    const sweep = createSweeper({ db: h.runtime.database.db, queue: h.runtime.queue, logger: h.runtime.logger }, { stuckAfterMs: 0, limit: 3 });
     const queued = async () => {
       const ids: string[] = [];
       for (const queue of bothQueues(h.runtime.queue)) for (const job of await queue.getJobs(['prioritized', 'waiting'])) ids.push(job.data.batchId);
@@ -156,7 +165,7 @@ describe('institutes inside a lane', () => {
     for (const job of next) expect(job.name).toBe(`backfill · ${job.data.instituteId} · ${job.data.batchId}`);
     // A queue rebuilt by the sweep (Redis lost its jobs) interleaves them the same way.
     await h.runtime.queue.background.obliterate({ force: true });
-    await sweepStuckBatches({ db: h.runtime.database.db, queue: h.runtime.queue, logger: h.runtime.logger }, { stuckAfterMs: 0 });
+    await sweepStuckBatches({ db: h.runtime.database.db, queue: h.runtime.queue, redis: h.runtime.redis, logger: h.runtime.logger }, { stuckAfterMs: 0 });
     const swept = await h.runtime.queue.background.getJobs(['prioritized'], 0, 9, true);
     expect(swept.map((job) => job.data.batchId).filter((id) => id.startsWith('small-'))).toHaveLength(5);
     // Live work waits in a queue of its own, served by workers of its own.

@@ -82,7 +82,7 @@ describe('recovery', () => {
 
     const worker = each.syncWorker(h.runtime);
     const sweep = await worker.sweep();
-    expect(sweep).toEqual({ examined: 25, requeued: 25 });
+    expect(sweep).toMatchObject({ examined: 25, requeued: 25 });
     await waitFor(async () => (await states(h)).synced === 25, 'all 25 synced after the sweep');
     expect(h.sandbox.state().classCount).toBe(25);
     // A second sweep finds nothing left to do.

@@ -103,7 +103,7 @@ export const crash = (operation: SandboxOperation, at: PauseAt, zombie: boolean)
 
 export const wake = action('wake zombies', (_m, r) => wakeZombies(r));
 
-const sweepDeps = (r: RealSystem) => ({ db: r.db, queue: r.h.runtime.queue, logger });
+const sweepDeps = (r: RealSystem) => ({ db: r.db, queue: r.h.runtime.queue, redis: r.h.runtime.redis, logger });
 
 export const retry = action('retry', (_m, r) =>
   ruled(

@@ -30,7 +30,7 @@ export async function driveToRest(real: RealSystem, model: Model): Promise<void>
   // One reconciliation pass: a batch in needs_review whose listing can tell now is adopted.
   await reconcile.act(model, real);
   await checkInvariants(real, model, 'a reconciliation pass on the way to rest');
-  const deps = { db: real.db, queue: real.h.runtime.queue, logger };
+  const deps = { db: real.db, queue: real.h.runtime.queue, redis: real.h.runtime.redis, logger };
   let retries = 0;
   for (let round = 0; round < ROUNDS; round += 1) {
     const row = await real.row();

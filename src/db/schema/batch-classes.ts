@@ -66,6 +66,12 @@ export const batchClasses = pgTable(
     lane: batchLane('lane').notNull().default('live'),
     /** When it entered its lane (intake, retry, repair): how long it has waited there. */
     laneSince: ts('lane_since').notNull().defaultNow(),
+    /**
+     * Its place in its institute's line in its lane while `pending` (src/mapping/record-received.ts):
+     * one more than the last waiting one's when received. Its job's place is this minus the line of
+     * the institute's first waiting batch, so intake never counts a line. Null once it leaves pending.
+     */
+    line: bigint('line', { mode: 'number' }),
     attempts: integer('attempts').notNull().default(0),
     lastError: text('last_error'),
     lastErrorKind: text('last_error_kind'),
@@ -128,6 +134,15 @@ export const batchClasses = pgTable(
     // The sweep's way to batches at rest with a change still to apply (few, among every synced one).
     index('batch_classes_change_due_idx').on(t.id).where(sql`${t.revision} > ${t.appliedRevision}`),
     index('batch_classes_institute_acked_idx').on(t.instituteId, t.createAckedAt).where(sql`${t.createAckedAt} is not null`),
+    // An institute's line in a lane: its first and last waiting batch, read by key at intake and by the sweep.
+    index('batch_classes_waiting_line_idx').on(t.instituteId, t.lane, t.line).where(sql`${t.state} = 'pending'`),
+    // The sweep's two tiers (src/mapping/find-stuck.ts), each paged by id: the rows of one never make it read the other's.
+    index('batch_classes_ahead_idx')
+      .on(t.id)
+      .where(sql`${t.state} in ('creating', 'created', 'link_enabled') or (${t.state} = 'pending' and ${t.lane} <> 'backfill')`),
+    index('batch_classes_backfill_idx').on(t.id).where(sql`${t.state} = 'pending' and ${t.lane} = 'backfill'`),
+    // Waiting batches recorded before lines existed (or back in pending): what `migrate` numbers (src/db/backfills.ts).
+    index('batch_classes_unlined_idx').on(t.id).where(sql`${t.state} = 'pending' and ${t.line} is null`),
   ],
 );
 
