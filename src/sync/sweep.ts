@@ -86,15 +86,25 @@ async function rebuild(deps: SweepDeps, marker: QueueMarker, limit: number): Pro
       const rows = await mapping.findStuck(deps.db, { stuckAfterMs: 0, tier, afterId, limit });
       total.examined += rows.length;
       total.requeued += await requeuePage(deps, rows);
-      await marker.holdRebuild();
+      // The claim gone (Redis lost its data again mid-rebuild, or it ran out and another worker took
+      // over): what this rebuild queued may be gone with it, so it sets no marker; a later pass rebuilds.
+      if (!(await marker.holdRebuild())) return abandoned(deps, total, startedAt);
       if (rows.length < limit) break;
       afterId = rows.at(-1)?.id ?? 0;
     }
   }
-  await marker.set();
+  if (!(await marker.set())) return abandoned(deps, total, startedAt);
   const level = total.requeued > 0 ? 'warn' : 'info';
   deps.logger[level]({ ...total, ms: Date.now() - startedAt }, 'queue rebuilt from PostgreSQL: its marker was missing (first start, or Redis lost its data)');
   return total;
+}
+
+function abandoned(deps: SweepDeps, total: SweepResult, startedAt: number): SweepResult {
+  deps.logger.warn(
+    { examined: total.examined, requeued: total.requeued, ms: Date.now() - startedAt },
+    'queue rebuild stopped: its claim is gone (Redis lost its data again, or another worker took over); the queue is rebuilt again',
+  );
+  return { examined: total.examined, requeued: total.requeued };
 }
 
 /**
@@ -174,9 +184,17 @@ interface QueueMarker {
   present(): Promise<boolean>;
   /** True when this worker may rebuild now (no other one is). */
   claimRebuild(): Promise<boolean>;
-  holdRebuild(): Promise<void>;
-  set(): Promise<void>;
+  /** Renews this worker's claim; false when it is gone (a wipe, or it ran out and another worker holds it). */
+  holdRebuild(): Promise<boolean>;
+  /** Sets the marker and lets the claim go, only while the claim is still this worker's; false otherwise. */
+  set(): Promise<boolean>;
 }
+
+// The claim is checked and acted on in one script: a wipe (or another worker's claim) between a
+// check and a write could otherwise set the marker over jobs that are gone. Both keys share the
+// queue's prefix (its {hash tag} on a cluster), so one slot.
+const HOLD_IF_MINE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
+const SET_IF_MINE = `if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('set', KEYS[2], ARGV[2]); redis.call('del', KEYS[1]); return 1 else return 0 end`;
 
 /**
  * A key beside the sync queue's own (a wipe of Redis takes it with the jobs; an obliterate of the queue does not) that says
@@ -190,12 +208,7 @@ function queueMarker(redis: Redis, queue: SyncQueue): QueueMarker {
   return {
     present: async () => (await redis.exists(builtKey)) === 1,
     claimRebuild: async () => (await redis.set(rebuildKey, token, 'PX', REBUILD_HOLD_MS, 'NX')) === 'OK',
-    holdRebuild: async () => {
-      await redis.pexpire(rebuildKey, REBUILD_HOLD_MS);
-    },
-    set: async () => {
-      await redis.set(builtKey, new Date().toISOString());
-      await redis.del(rebuildKey);
-    },
+    holdRebuild: async () => Number(await redis.eval(HOLD_IF_MINE, 1, rebuildKey, token, REBUILD_HOLD_MS)) === 1,
+    set: async () => Number(await redis.eval(SET_IF_MINE, 2, rebuildKey, builtKey, token, new Date().toISOString())) === 1,
   };
 }

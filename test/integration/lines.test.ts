@@ -156,6 +156,41 @@ describe('the sweep and the lines', () => {
     expect(await priorities()).toEqual(before);
   });
 
+  it('Redis wiped again while a rebuild is under way: the marker is not set over the lost jobs, and the next pass rebuilds', async () => {
+    const h = await each.harness();
+    const deps = publishDepsOf(h);
+    await publishBatches(deps, events('w', 9, 'inst-w'), { lane: 'backfill' });
+    await publishBatches(deps, events('v', 3, 'inst-v'));
+    await dropQueueKeys(h.config.queuePrefix);
+    // Redis loses its data again once the rebuild's first page is queued (before it reads the second).
+    let reads = 0;
+    let wiped = false;
+    const db = new Proxy(h.runtime.database.db, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (prop !== 'execute' || typeof value !== 'function') return value;
+        return async (...args: unknown[]) => {
+          reads += 1;
+          if (reads === 2 && !wiped) {
+            wiped = true;
+            await dropQueueKeys(h.config.queuePrefix);
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    // Rows look freshly touched to an ordinary pass (stuckAfterMs one hour): only a rebuild queues them.
+    const sweep = createSweeper({ ...sweepDeps(h), db }, { stuckAfterMs: 3_600_000, limit: 4 });
+    await sweep();
+    expect(wiped).toBe(true);
+    await sweep();
+    const missing: string[] = [];
+    for (const e of [...events('w', 9, 'inst-w'), ...events('v', 3, 'inst-v')]) {
+      if ((await priorityOfBatch(h, e.instituteId, e.batchId)) === undefined) missing.push(e.batchId);
+    }
+    expect(missing).toEqual([]);
+  });
+
   it('while another worker rebuilds, a sweep does an ordinary pass', async () => {
     const h = await each.harness();
     await publishBatches(publishDepsOf(h), events('z', 3, 'inst-z'));
