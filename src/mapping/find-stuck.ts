@@ -7,7 +7,10 @@ export interface Requeueable extends BatchKey {
   id: number;
   lane: BatchLane;
   state: BatchState;
-  /** Its place in its institute's line in its lane (0 first): its line minus the first waiting one's. */
+  /**
+   * Its place in its institute's line in its lane (0 first): the one intake gave it, so a rebuilt queue
+   * keeps its order; for a batch queued before lines were kept, its line minus the first waiting one's.
+   */
   position: number;
 }
 
@@ -47,7 +50,7 @@ export async function findStuck(db: Db, options: FindStuckOptions): Promise<Requ
 export function findStuckStatement(options: FindStuckOptions): SQL {
   const { tier, afterId, limit } = options;
   const free = sql`updated_at < now() - ${interval(options.stuckAfterMs)} and (lease_expires_at is null or lease_expires_at < now()) and id > ${afterId}`;
-  const columns = sql.raw(`id, institute_id, batch_id, lane, state, line`);
+  const columns = sql.raw(`id, institute_id, batch_id, lane, state, line, place`);
   const page =
     tier === 'backfill'
       ? sql`select ${columns} from batch_classes where ${BACKFILL} and ${free} order by id limit ${limit}`
@@ -59,10 +62,10 @@ export function findStuckStatement(options: FindStuckOptions): SQL {
     firsts as (
       select l.institute_id, l.lane,
              (select min(b.line) from batch_classes b where b.institute_id = l.institute_id and b.lane = l.lane and b.state = 'pending') as first
-        from (select distinct institute_id, lane from page where state = 'pending' and lane <> 'operator') l
+        from (select distinct institute_id, lane from page where state = 'pending' and lane <> 'operator' and place is null) l
     )
     select p.id::float8 as id, p.institute_id as "instituteId", p.batch_id as "batchId", p.lane, p.state,
-           coalesce(least(greatest(0, p.line - f.first), 2147483647), 0)::int as position
+           coalesce(p.place, least(greatest(0, p.line - f.first), 2147483647), 0)::int as position
       from page p left join firsts f on f.institute_id = p.institute_id and f.lane = p.lane
      order by p.id`;
 }

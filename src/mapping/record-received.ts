@@ -23,7 +23,8 @@ export interface RecordedBatch extends BatchKey {
  * Each new batch joins the end of its institute's line in the lane: its `line` is one more than the
  * last waiting batch's, and its job's place is that minus the line of the first one still waiting.
  * Both ends are read by key (batch_classes_waiting_line_idx), so a chunk costs the same whether a
- * thousand or a million batches wait. Two chunks of one institute recorded at the same moment may
+ * thousand or a million batches wait. The place is kept (`place`): a rebuilt queue gives the job the same.
+ * Batches that left the line out of turn behind its first still count until that one starts. Two chunks of one institute recorded at the same moment may
  * share places: their jobs then go in the order they were queued.
  *
  * The columns travel as five array parameters: a multi-row VALUES of 1,000 events built by the query
@@ -53,18 +54,19 @@ export function recordReceivedStatement(batches: readonly ReceivedBatch[], lane:
              (select min(b.line) from batch_classes b where b.institute_id = i.institute_id and b.lane = ${lane}::batch_lane and b.state = 'pending') as first
         from (select distinct institute_id from fresh) i
     ), placed as (
-      select f.*, coalesce(e.last + 1, 0) + row_number() over (partition by f.institute_id order by f.ord) - 1 as line, coalesce(e.first, 0) as first
-        from fresh f join ends e using (institute_id)
+      select numbered.*, least(greatest(0, numbered.line - numbered.first), 2147483647)::int as place
+        from (select f.*, coalesce(e.last + 1, 0) + row_number() over (partition by f.institute_id order by f.ord) - 1 as line, coalesce(e.first, 0) as first
+                from fresh f join ends e using (institute_id)) numbered
     ), inserted as (
-      insert into batch_classes (institute_id, batch_id, class_name, event, version, lane, line)
-      select institute_id, batch_id, class_name, event::jsonb, version, ${lane}::batch_lane, line from placed order by ord
+      insert into batch_classes (institute_id, batch_id, class_name, event, version, lane, line, place)
+      select institute_id, batch_id, class_name, event::jsonb, version, ${lane}::batch_lane, line, place from placed order by ord
       on conflict (institute_id, batch_id) do nothing
-      returning id, institute_id, batch_id, line
+      returning id, institute_id, batch_id, place
     ), audit as (
       insert into batch_events (batch_row_id, type, to_state, trace_id)
       select id, 'received', 'pending', ${traceIdNow()} from inserted
     )
-    select i.institute_id as "instituteId", i.batch_id as "batchId", least(greatest(0, i.line - p.first), 2147483647)::int as position
+    select i.institute_id as "instituteId", i.batch_id as "batchId", i.place as position
       from inserted i join placed p using (institute_id, batch_id)
      order by p.ord`;
 }

@@ -139,6 +139,24 @@ describe('the sweep and the lines', () => {
     expect(await sweep()).toEqual({ examined: 4, requeued: 0 });
   });
 
+  it('a queue rebuilt after part of a line started comes back in the order it was in', async () => {
+    const h = await each.harness();
+    const deps = publishDepsOf(h);
+    const sweep = createSweeper(sweepDeps(h), { stuckAfterMs: 0, limit: 100 });
+    await sweep();
+    await publishBatches(deps, events('a', 4, 'inst-a'), { lane: 'backfill' });
+    // Two of a's batches are done (and their jobs with them): a's first waiting is now its third.
+    await start(h, ['a-000', 'a-001']);
+    await h.runtime.database.pool.query(`update batch_classes set state = 'synced' where batch_id in ('a-000', 'a-001')`);
+    for (const id of ['a-000', 'a-001']) await h.runtime.queue.background.remove(jobIdFor({ instituteId: 'inst-a', batchId: id }));
+    await publishBatches(deps, events('b', 2, 'inst-b'), { lane: 'backfill' });
+    const before = await backgroundOrder(h);
+    expect(before).toEqual(['b-000', 'b-001', 'a-002', 'a-003']);
+    await dropQueueKeys(h.config.queuePrefix);
+    expect(await sweep()).toMatchObject({ rebuilt: true, requeued: 4 });
+    expect(await backgroundOrder(h)).toEqual(before);
+  });
+
   it('a sweep of a healthy queue during a long backfill queues nothing and moves no job', async () => {
     const h = await each.harness();
     const deps = publishDepsOf(h);

@@ -72,6 +72,12 @@ export const batchClasses = pgTable(
      * the institute's first waiting batch, so intake never counts a line. Null once it leaves pending.
      */
     line: bigint('line', { mode: 'number' }),
+    /**
+     * The place its job was given in its lane when it was queued (0 first): a queue rebuilt after a
+     * Redis wipe gives it the same one, so the jobs come back in the order they were in. Null once it
+     * leaves pending, and for batches queued before 0012.
+     */
+    place: integer('place'),
     attempts: integer('attempts').notNull().default(0),
     lastError: text('last_error'),
     lastErrorKind: text('last_error_kind'),
