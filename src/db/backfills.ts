@@ -28,6 +28,7 @@ const WAITING_LINES: Backfill = {
       with todo as (
         select id, institute_id, lane from batch_classes where state = 'pending' and line is null order by id desc limit ${rows}
       ), firsts as (
+        -- src/mapping/lines.ts's waitingLineEnd('min', …), written out: src/db may not import src/mapping.
         select t.institute_id, t.lane,
                (select min(b.line) from batch_classes b where b.institute_id = t.institute_id and b.lane = t.lane and b.state = 'pending') as first
           from (select distinct institute_id, lane from todo) t

@@ -1,4 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm';
+import { placeOf, waitingLineEnd } from './lines.ts';
 import { type Db, execute, interval } from './sql.ts';
 import type { BatchKey, BatchLane, BatchState } from './types.ts';
 
@@ -60,12 +61,11 @@ export function findStuckStatement(options: FindStuckOptions): SQL {
   return sql`
     with page as (${page}),
     firsts as (
-      select l.institute_id, l.lane,
-             (select min(b.line) from batch_classes b where b.institute_id = l.institute_id and b.lane = l.lane and b.state = 'pending') as first
+      select l.institute_id, l.lane, ${waitingLineEnd('min', sql`l.institute_id`, sql`l.lane`)} as first
         from (select distinct institute_id, lane from page where state = 'pending' and lane <> 'operator' and place is null) l
     )
     select p.id::float8 as id, p.institute_id as "instituteId", p.batch_id as "batchId", p.lane, p.state,
-           coalesce(p.place, least(greatest(0, p.line - f.first), 2147483647), 0)::int as position
+           coalesce(p.place, ${placeOf(sql`p.line`, sql`f.first`)}, 0) as position
       from page p left join firsts f on f.institute_id = p.institute_id and f.lane = p.lane
      order by p.id`;
 }

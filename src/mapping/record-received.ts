@@ -1,4 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm';
+import { placeOf, waitingLineEnd } from './lines.ts';
 import { type Db, execute, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchLane, StoredEvent } from './types.ts';
 
@@ -36,6 +37,7 @@ export async function recordReceived(db: Db, batches: readonly ReceivedBatch[], 
 
 /** recordReceived's statement (bench/scale.ts shows its plan). */
 export function recordReceivedStatement(batches: readonly ReceivedBatch[], lane: BatchLane): SQL {
+  const laneValue = sql`${lane}::batch_lane`;
   return sql`
     with given as (
       select * from unnest(${sql.param(batches.map((b) => b.event.instituteId))}::text[], ${sql.param(batches.map((b) => b.event.batchId))}::text[],
@@ -49,17 +51,15 @@ export function recordReceivedStatement(batches: readonly ReceivedBatch[], lane:
        where not exists (select 1 from batch_classes b where b.institute_id = g.institute_id and b.batch_id = g.batch_id)
        order by institute_id, batch_id, ord
     ), ends as (
-      select i.institute_id,
-             (select max(b.line) from batch_classes b where b.institute_id = i.institute_id and b.lane = ${lane}::batch_lane and b.state = 'pending') as last,
-             (select min(b.line) from batch_classes b where b.institute_id = i.institute_id and b.lane = ${lane}::batch_lane and b.state = 'pending') as first
+      select i.institute_id, ${waitingLineEnd('max', sql`i.institute_id`, laneValue)} as last, ${waitingLineEnd('min', sql`i.institute_id`, laneValue)} as first
         from (select distinct institute_id from fresh) i
     ), placed as (
-      select numbered.*, least(greatest(0, numbered.line - numbered.first), 2147483647)::int as place
+      select numbered.*, ${placeOf(sql`numbered.line`, sql`numbered.first`)} as place
         from (select f.*, coalesce(e.last + 1, 0) + row_number() over (partition by f.institute_id order by f.ord) - 1 as line, coalesce(e.first, 0) as first
                 from fresh f join ends e using (institute_id)) numbered
     ), inserted as (
       insert into batch_classes (institute_id, batch_id, class_name, event, version, lane, line, place)
-      select institute_id, batch_id, class_name, event::jsonb, version, ${lane}::batch_lane, line, place from placed order by ord
+      select institute_id, batch_id, class_name, event::jsonb, version, ${laneValue}, line, place from placed order by ord
       on conflict (institute_id, batch_id) do nothing
       returning id, institute_id, batch_id, place
     ), audit as (

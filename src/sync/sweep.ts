@@ -108,26 +108,29 @@ function abandoned(deps: SweepDeps, total: SweepResult, startedAt: number): Swee
 }
 
 /**
- * Requeues each row of a page that has no live job; returns how many it queued. Whether a job exists
- * at all is one EXISTS per queue and row (sent together): after a wipe that answers for nearly every
- * row, and those are added in bulk, in the page's order. A row whose job exists is looked at closer
- * (`requeue`: live, finished or failed, in which lane), `AT_ONCE` at a time.
+ * Requeues each row of a page that has no live job; returns how many it queued. Each row's job is
+ * looked up once in both queues, `AT_ONCE` rows at a time. After a wipe nearly every row has none,
+ * and those are added in bulk, in the page's order; a row whose job exists is dealt with as `requeue`
+ * deals with it (live, finished or failed, in which lane).
  */
 async function requeuePage(deps: SweepDeps, rows: readonly mapping.Requeueable[]): Promise<number> {
   const placed = rows.map((row) => ({ row, placement: { lane: queueLaneOf(row.lane, row.state), position: row.position } }));
-  const queues = bothQueues(deps.queue);
-  const found = await Promise.all(placed.map(({ row }) => Promise.all(queues.map((q) => deps.redis.exists(q.toKey(jobIdFor(row)))))));
-  const missing = placed.filter((_, i) => found[i]?.every((n) => n === 0));
-  const present = placed.filter((_, i) => !found[i]?.every((n) => n === 0));
-  for (const queue of queues) {
+  const found: JobStates[] = [];
+  for (let start = 0; start < placed.length; start += AT_ONCE) {
+    found.push(...(await Promise.all(placed.slice(start, start + AT_ONCE).map(({ row }) => jobStates(deps.queue, jobIdFor(row))))));
+  }
+  const none = (i: number) => found[i]?.every(([, state]) => state === 'unknown') ?? false;
+  const missing = placed.filter((_, i) => none(i));
+  for (const queue of bothQueues(deps.queue)) {
     const jobs = missing.filter(({ placement }) => queueFor(deps.queue, placement.lane) === queue).map(({ row, placement }) => syncJob(row, placement));
     // An id taken meanwhile (intake, another sweep) is left as it is: BullMQ adds no second job under it.
     if (jobs.length > 0) await queue.addBulk(jobs);
   }
+  const present = placed.flatMap((entry, i) => (none(i) ? [] : [{ ...entry, states: found[i] ?? [] }]));
   let requeued = missing.length;
   for (let start = 0; start < present.length; start += AT_ONCE) {
     const slice = present.slice(start, start + AT_ONCE);
-    const queued = await Promise.all(slice.map(({ row, placement }) => requeue(deps.queue, row, placement, { reorderInLane: false })));
+    const queued = await Promise.all(slice.map(({ row, placement, states }) => requeueGiven(deps.queue, row, placement, states, { reorderInLane: false })));
     requeued += queued.filter(Boolean).length;
   }
   return requeued;
@@ -142,16 +145,27 @@ export interface RequeueOptions {
   reorderInLane?: boolean;
 }
 
+/** A batch's job's state in each queue ('unknown' where it has none). */
+type JobStates = readonly (readonly [Queue, string])[];
+
+function jobStates(queue: SyncQueue, jobId: string): Promise<JobStates> {
+  return Promise.all(bothQueues(queue).map(async (q) => [q, await q.getJobState(jobId)] as const));
+}
+
 /**
  * Puts a batch back on the queue of its lane, in its place (lane and position), unless a live job
  * already exists in either queue: one in the target queue is moved up to the place if it waits
  * behind it. Returns true when it queued one.
  */
 export async function requeue(queue: SyncQueue, key: BatchKey, placement: Placement, options: RequeueOptions = {}): Promise<boolean> {
+  return requeueGiven(queue, key, placement, await jobStates(queue, jobIdFor(key)), options);
+}
+
+/** `requeue`, with its job's states already read. */
+async function requeueGiven(queue: SyncQueue, key: BatchKey, placement: Placement, states: JobStates, options: RequeueOptions): Promise<boolean> {
   const jobId = jobIdFor(key);
   const target = queueFor(queue, placement.lane);
   const job = syncJob(key, placement);
-  const states = await Promise.all(bothQueues(queue).map(async (q) => [q, await q.getJobState(jobId)] as const));
   const reorder = options.reorderInLane ?? true;
   if (states.some(([, state]) => LIVE_STATES.has(state))) {
     if (LIVE_STATES.has(states.find(([q]) => q === target)?.[1] ?? 'unknown')) await raisePriority(target, jobId, job.opts.priority, reorder);
