@@ -30,7 +30,8 @@ const WAITING_LINES: Backfill = {
       ), firsts as (
         -- src/mapping/lines.ts's waitingLineEnd('min', …), written out: src/db may not import src/mapping.
         select t.institute_id, t.lane,
-               (select min(b.line) from batch_classes b where b.institute_id = t.institute_id and b.lane = t.lane and b.state = 'pending') as first
+               (select b.line from batch_classes b where b.institute_id = t.institute_id and b.lane = t.lane and b.state = 'pending' and b.line is not null
+                 order by b.institute_id, b.lane, b.line limit 1) as first
           from (select distinct institute_id, lane from todo) t
       ), numbered as (
         select t.id, coalesce(f.first, 0) - row_number() over (partition by t.institute_id, t.lane order by t.id desc) as line

@@ -50,7 +50,7 @@ export function recordReceivedStatement(batches: readonly ReceivedBatch[], lane:
       select distinct on (institute_id, batch_id) g.* from given g
        where not exists (select 1 from batch_classes b where b.institute_id = g.institute_id and b.batch_id = g.batch_id)
        order by institute_id, batch_id, ord
-    ), ends as (
+    ), ends as materialized (
       select i.institute_id, ${waitingLineEnd('max', sql`i.institute_id`, laneValue)} as last, ${waitingLineEnd('min', sql`i.institute_id`, laneValue)} as first
         from (select distinct institute_id from fresh) i
     ), placed as (

@@ -4,9 +4,11 @@
 // arrived in, a line that moved on places a newcomer after what still waits, a queue rebuilt after a
 // Redis wipe comes back in the same order, and a sweep of a healthy queue moves nothing.
 import { sql } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import { describe, expect, it } from 'vitest';
 import { runBackfills } from '../../src/db/backfills.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
+import { recordReceivedStatement } from '../../src/mapping/record-received.ts';
 import { jobIdFor } from '../../src/sync/keys.ts';
 import { priorityOf } from '../../src/sync/lanes.ts';
 import { bothQueues } from '../../src/sync/queue.ts';
@@ -113,6 +115,48 @@ describe('lines', () => {
     expect(Object.values(await runBackfills(h.runtime.database.db))).toEqual([0]);
   });
 });
+
+describe('the cost of a chunk', () => {
+  const each = useHarnessPerTest();
+
+  it("reads each institute's line ends once, from their index, even on a table not yet analyzed", async () => {
+    const h = await each.harness();
+    for (let chunk = 0; chunk < 3; chunk += 1) {
+      const batch = Array.from({ length: 400 }, (_, i) => ({
+        batchId: `c${chunk}-${i}`,
+        name: `c${chunk} ${i}`,
+        subject: 'Art',
+        instituteId: `inst-${i % 8}`,
+      }));
+      await publishBatches(publishDepsOf(h), batch, { lane: 'backfill' });
+    }
+    const batches = Array.from({ length: 400 }, (_, i) => {
+      const event = { instituteId: `inst-${i % 8}`, batchId: `x-${i}`, name: `x ${i}`, subject: 'Art', extra: {} };
+      return { event, className: event.name };
+    });
+    const { sql: text, params } = new PgDialect().sqlToQuery(recordReceivedStatement(batches, 'backfill'));
+    const client = await h.runtime.database.pool.connect();
+    try {
+      await client.query('begin');
+      const { rows } = await client.query(`explain (analyze, format json) ${text}`, params);
+      await client.query('rollback');
+      const reads = scansOf(rows[0]['QUERY PLAN'][0].Plan).filter(
+        (node) => node['Relation Name'] === 'batch_classes' && node['Parent Relationship'] !== 'Member',
+      );
+      const lineEnds = reads.filter((node) => node['Index Name'] === 'batch_classes_waiting_line_idx');
+      // The first and the last of each of the 8 institutes' lines: one index probe each, not one per batch.
+      expect(lineEnds.map((node) => node['Actual Loops'])).toEqual([8, 8]);
+      // No other index read for them (the lane's whole backfill index, before the fix, once per batch).
+      const otherIndexes = reads.filter((node) => String(node['Node Type']).includes('Index') && node['Index Name'] !== 'batch_classes_waiting_line_idx');
+      expect(otherIndexes.map((node) => node['Index Name']).filter((name) => name !== 'batch_classes_institute_batch_key')).toEqual([]);
+    } finally {
+      client.release();
+    }
+  });
+});
+
+type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
+const scansOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(scansOf)];
 
 describe('the sweep and the lines', () => {
   const each = useHarnessPerTest();
