@@ -180,8 +180,9 @@ async function explain(pool: pg.Pool, statement: SQL, rollBack: boolean): Promis
  * them, a step at a time; meanwhile a writer's statement waits for one step at most (the longest).
  */
 async function migrateWithLinesToNumber(pool: pg.Pool, url: string): Promise<{ ms: number; longestStepMs: number; steps: number }> {
-  await pool.query(`update batch_classes set line = null where state = 'pending'`);
-  await pool.query('analyze batch_classes');
+  await pool.query(`update batch_classes set line = null, place = null where state = 'pending'`);
+  // An upgrade finds the column new and every row as it was; this setup's update left a dead copy of each.
+  await pool.query('vacuum analyze batch_classes');
   const steps: number[] = [];
   const watcher = watchLongest(pool, steps);
   const ms = await timed(() => runMigrations(url));
@@ -270,7 +271,7 @@ function report(r: Results): void {
     notes: [
       `Backlog: ${r.institutes} institutes, their waiting batches in the backfill lane, each line numbered; every row received an hour ago, so each looks untouched to the sweep.`,
       'Intake: publishBatches in this process, 1,000 new backfill batches per call over the same institutes, median of 10 calls; no worker takes the jobs.',
-      'Sweep pass: an ordinary pass (one page of 1,000 per tier, every job live). Rebuild: one pass after obliterating both queues.',
+      'Sweep pass: an ordinary pass (one page of 1,000 per tier, every job live). Rebuild: one pass after deleting every Redis key under the queue prefix (a Redis that restarted empty).',
       'Reads: mapping.countByState, mapping.laneStats, and the first page of 100 pending batches (mapping.listBatches), each once.',
       ...Object.entries(r.plans).map(([name, plan]) => `Plan, ${name}:\n\n\`\`\`\n${plan}\n\`\`\``),
     ],
