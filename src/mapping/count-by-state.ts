@@ -1,12 +1,36 @@
-import { count } from 'drizzle-orm';
-import { BATCH_STATES, batchClasses } from '../db/schema/index.ts';
-import type { Db } from './sql.ts';
+import { sql } from 'drizzle-orm';
+import { BATCH_STATES } from '../db/schema/index.ts';
+import { type Db, execute } from './sql.ts';
 import type { BatchState } from './types.ts';
 
-/** How many batches are in each state (every state present, 0 when none). */
+/**
+ * How many batches are in each state (every state present, 0 when none): the sum of batch_counts'
+ * deltas (migrations/0013), a few rows per institute and state, however many batches there are.
+ */
 export async function countByState(db: Db): Promise<Record<BatchState, number>> {
-  const rows = await db.select({ state: batchClasses.state, n: count() }).from(batchClasses).groupBy(batchClasses.state);
+  const { rows } = await execute<{ state: BatchState; n: string }>(db, sql`select state, sum(n) as n from batch_counts group by state`);
   const counts = Object.fromEntries(BATCH_STATES.map((s) => [s, 0])) as Record<BatchState, number>;
   for (const row of rows) counts[row.state] = Number(row.n);
   return counts;
+}
+
+/**
+ * Folds batch_counts' deltas into one row per key (the worker's housekeeping, every sweep). One
+ * statement: a reader sees the deltas or their sum, never neither. A delta appended meanwhile is not
+ * in this statement's snapshot, so it is neither deleted nor summed; it stays for the next fold.
+ * Returns how many rows were folded.
+ */
+export async function compactCounts(db: Db): Promise<number> {
+  const batches = await execute(
+    db,
+    sql`with gone as (delete from batch_counts returning institute_id, state, lane, n)
+        insert into batch_counts (institute_id, state, lane, n)
+        select institute_id, state, lane, sum(n) from gone group by 1, 2, 3 having sum(n) <> 0`,
+  );
+  const messages = await execute(
+    db,
+    sql`with gone as (delete from webhook_message_counts returning status, n)
+        insert into webhook_message_counts (status, n) select status, sum(n) from gone group by 1 having sum(n) <> 0`,
+  );
+  return (batches.rowCount ?? 0) + (messages.rowCount ?? 0);
 }

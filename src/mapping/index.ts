@@ -19,7 +19,7 @@ export { batchesOfInstitute } from './batches-of-institute.ts';
 export { claimCreatedClass } from './claim-created-class.ts';
 export { type RunClose, closeRun } from './close-run.ts';
 export { countByInstituteAndState } from './count-by-institute.ts';
-export { countByState } from './count-by-state.ts';
+export { compactCounts, countByState } from './count-by-state.ts';
 export { findBatch } from './find-batch.ts';
 export { type Requeueable, type StuckTier, findStuck } from './find-stuck.ts';
 export { forgetCreate } from './forget-create.ts';

@@ -19,7 +19,7 @@ import { BACKGROUND_QUEUE, BACKOFF_STRATEGY, SYNC_QUEUE, type SyncJobData, type 
 import { createSweeper } from './sweep.ts';
 import { repeatTasks } from './housekeeping.ts';
 import { labelRuns } from './job-span.ts';
-import { outbox, pruneEvents } from '../mapping/index.ts';
+import { compactCounts, outbox, pruneEvents } from '../mapping/index.ts';
 
 export interface SyncWorker {
   /** The workers of the sync queue: batches under way and live ones. */
@@ -202,8 +202,9 @@ function createBullWorker(
 }
 
 /**
- * Every SYNC_SWEEP_EVERY: re-enqueue batches that lost their job, and prune old audit rows and
- * webhook messages. Each on a timer of its own: a sweep that keeps failing (Redis down) must not stop the pruning.
+ * Every SYNC_SWEEP_EVERY: re-enqueue batches that lost their job, prune old audit rows and webhook
+ * messages, and fold the counts' deltas (so `status` and the metrics read a few rows). Each on a
+ * timer of its own: a sweep that keeps failing (Redis down) must not stop the pruning.
  */
 function startHousekeeping(deps: Pick<SyncWorkerDeps, 'config' | 'database' | 'logger'>, sweep: () => Promise<unknown>, clock: Clock | undefined): () => void {
   const { config, database, logger } = deps;
@@ -212,6 +213,7 @@ function startHousekeeping(deps: Pick<SyncWorkerDeps, 'config' | 'database' | 'l
     [
       { run: sweep, failure: 'sweep failed; will try again' },
       { run: prune, failure: 'pruning old audit rows and webhook messages failed; will try again' },
+      { run: () => compactCounts(database.db), failure: 'folding the counts of batches and webhook messages failed; will try again' },
     ],
     { everyMs: config.sync.sweepEveryMs, logger, ...(clock ? { clock } : {}) },
   );

@@ -143,7 +143,7 @@ describe('/metrics under many scrapers', () => {
     await locker.connect();
     try {
       await locker.query('begin');
-      await locker.query('lock table batch_classes in access exclusive mode');
+      await locker.query('lock table batch_counts in access exclusive mode');
       // Storms until one brings a read under the lock (the last read is reused for a few seconds).
       const blockedRead = waitFor(
         async () => {
@@ -157,7 +157,7 @@ describe('/metrics under many scrapers', () => {
       blockedRead.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
       const waiting = await waitFor(
         async () => {
-          const counts = (await activity()).filter((a) => a.wait_event_type === 'Lock' && a.query.includes('count('));
+          const counts = (await activity()).filter((a) => a.wait_event_type === 'Lock' && a.query.includes('batch_counts'));
           return counts.length > 0 ? counts : undefined;
         },
         'a count waiting for the lock',

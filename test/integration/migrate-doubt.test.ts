@@ -3,19 +3,17 @@
 // of such a batch ended it `cancelled` at once, and a later update reopened it to `pending`, with its
 // `create_sent_at` still set. 0010 leaves no batch in doubt in any of those states, so the new code
 // never sends a second add-class for them.
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.ts';
-import { MIGRATIONS_FOLDER, runMigrations } from '../../src/db/migrate.ts';
+import { runMigrations } from '../../src/db/migrate.ts';
 import { publishBatchUpdated } from '../../src/intake/publish.ts';
 import { rowOf } from '../helpers/batches.ts';
 import { type Harness, PG_SERVER, dropDatabase, publishDepsOf } from '../helpers/harness.ts';
+import { migrationsUpTo as cutMigrations } from '../helpers/migrations.ts';
 import { addClassCalls, runToRest } from '../helpers/runs.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
@@ -26,19 +24,10 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-/** A copy of the migrations folder that stops after `lastIdx` (drizzle applies what its journal lists). */
 function migrationsUpTo(lastIdx: number): string {
-  const dir = mkdtempSync(join(tmpdir(), 'cs-migrations-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  mkdirSync(join(dir, 'meta'));
-  const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: { idx: number; tag: string }[] };
-  journal.entries = journal.entries.filter((e) => e.idx <= lastIdx);
-  writeFileSync(join(dir, 'meta', '_journal.json'), JSON.stringify(journal));
-  for (const e of journal.entries) copyFileSync(join(MIGRATIONS_FOLDER, `${e.tag}.sql`), join(dir, `${e.tag}.sql`));
-  for (const f of readdirSync(join(MIGRATIONS_FOLDER, 'meta'))) {
-    if (f !== '_journal.json' && Number(f.slice(0, 4)) <= lastIdx) copyFileSync(join(MIGRATIONS_FOLDER, 'meta', f), join(dir, 'meta', f));
-  }
-  return dir;
+  const copy = cutMigrations(lastIdx);
+  cleanups.push(copy.remove);
+  return copy.folder;
 }
 
 describe('migration 0010 on rows the code before it left in doubt', () => {

@@ -142,9 +142,10 @@ export const reconcile = action('reconcile', async (_m, r) => {
     r.violation('rule-reconcile', `a reconciliation pass changed the number of classes: ${before} → ${r.h.sandbox.store.size}`);
 });
 
-/** The sweep: a batch with work and nobody holding it gets a live job. */
+/** The sweep: a batch with work and nobody holding it gets a live job. The counts are folded meanwhile. */
 export const sweep = action('sweep', async (_m, r) => {
-  await sweepStuckBatches(sweepDeps(r), { stuckAfterMs: 0 });
+  // The worker's housekeeping folds the counts on a timer of its own: here, alongside the other paths.
+  await Promise.all([sweepStuckBatches(sweepDeps(r), { stuckAfterMs: 0 }), mapping.compactCounts(r.db)]);
   const row = await r.row();
   const work = !mapping.TERMINAL_STATES.includes(row.state) || mapping.changeDue(row);
   if (!work || rules.leaseLive(row)) return;

@@ -46,6 +46,8 @@ export async function checkInvariants(real: RealSystem, model: Model, after: str
     }
   }
   if (atRest(row)) atRestProblems(real, model, row, messages, refused);
+  const miscounted = await countsProblem(real.pool);
+  if (miscounted) real.violation('inv-counts', miscounted);
   const found = real.takeViolations();
   if (found.length > 0) {
     const lines = found.map((v) => `  [${v.kind}] ${v.message}`).join('\n');
@@ -53,6 +55,21 @@ export async function checkInvariants(real: RealSystem, model: Model, after: str
     throw new Error(`after ${after}: ${found.length} violation(s) of the design\n${lines}\n  row: ${describe(row)}${trail}`);
   }
   return row;
+}
+
+/**
+ * The counts `status` and the metrics show (batch_counts, webhook_message_counts: deltas kept by
+ * triggers, folded by the housekeeping) equal a count of the rows themselves, read in one snapshot.
+ */
+async function countsProblem(pool: pg.Pool): Promise<string | undefined> {
+  const { rows } = await pool.query<{ key: string; kept: string; real: string }>(`
+    with kept as (select institute_id || ' ' || state || ' ' || lane as key, sum(n) as n from batch_counts group by 1
+                  union all select 'message ' || status, sum(n) from webhook_message_counts group by 1),
+         counted as (select institute_id || ' ' || state || ' ' || lane as key, count(*) as n from batch_classes group by 1
+                     union all select 'message ' || status, count(*) from webhook_messages group by 1)
+    select key, coalesce(k.n, 0) as kept, coalesce(c.n, 0) as real from kept k full join counted c using (key)
+     where coalesce(k.n, 0) <> coalesce(c.n, 0)`);
+  return rows.length === 0 ? undefined : `kept counts differ from the rows: ${rows.map((r) => `${r.key} kept ${r.kept}, rows ${r.real}`).join('; ')}`;
 }
 
 /** The batch's audit trail (MODEL_TRACE=1), oldest first: who moved it where, and which calls they made. */

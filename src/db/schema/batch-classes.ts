@@ -149,6 +149,9 @@ export const batchClasses = pgTable(
     index('batch_classes_backfill_idx').on(t.id).where(sql`${t.state} = 'pending' and ${t.lane} = 'backfill'`),
     // Waiting batches recorded before lines existed (or back in pending): what `migrate` numbers (src/db/backfills.ts).
     index('batch_classes_unlined_idx').on(t.id).where(sql`${t.state} = 'pending' and ${t.line} is null`),
+    // The oldest wait of each lane (src/mapping/lane-stats.ts): the first entry of an index, not a min() over the lane.
+    index('batch_classes_lane_wait_idx').on(t.lane, t.laneSince).where(sql`${t.state} = 'pending'`),
+    index('batch_classes_under_way_since_idx').on(t.laneSince).where(sql`${t.state} in ('creating', 'created', 'link_enabled')`),
   ],
 );
 

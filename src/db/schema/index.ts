@@ -12,3 +12,4 @@ export * from './batch-events.ts';
 export type * from './stored.ts';
 export * from './webhook-messages.ts';
 export * from './webhook-routes.ts';
+export * from './counts.ts';

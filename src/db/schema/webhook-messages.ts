@@ -56,6 +56,8 @@ export const webhookMessages = pgTable(
     // Each batch's oldest pending message: the one a claim may take (one batch's messages go in order).
     index('webhook_messages_pending_batch_idx').on(t.batchRowId, t.id).where(sql`${t.status} = 'pending'`),
     index('webhook_messages_status_idx').on(t.status, t.id),
+    // The metrics' oldest pending message: the index's first entry.
+    index('webhook_messages_pending_age_idx').on(t.occurredAt).where(sql`${t.status} = 'pending'`),
   ],
 );
 
