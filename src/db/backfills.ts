@@ -9,10 +9,16 @@ import type { Db } from './client.ts';
 /** Rows per statement: small enough that a writer waiting for one of them waits milliseconds. */
 const STEP = 2_000;
 
+/** What one step did: the rows it changed, and whether it was the last. */
+export interface Stepped {
+  changed: number;
+  done: boolean;
+}
+
 export interface Backfill {
   name: string;
-  /** Does one step; returns how many rows it changed (0: done). */
-  step(db: Db, rows: number): Promise<number>;
+  /** Starts a run: each call of the step it returns is one statement of at most `rows` rows, and may keep where it got to. */
+  start(): (db: Db, rows: number) => Promise<Stepped>;
 }
 
 /**
@@ -23,7 +29,7 @@ export interface Backfill {
  */
 const WAITING_LINES: Backfill = {
   name: 'lines of waiting batches',
-  async step(db, rows) {
+  start: () => async (db, rows) => {
     const result = await db.execute(sql`
       with todo as (
         select id, institute_id, lane from batch_classes where state = 'pending' and line is null order by id desc limit ${rows}
@@ -38,7 +44,8 @@ const WAITING_LINES: Backfill = {
           from todo t join firsts f using (institute_id, lane)
       )
       update batch_classes b set line = n.line from numbered n where b.id = n.id and b.state = 'pending' and b.line is null`);
-    return result.rowCount ?? 0;
+    const changed = result.rowCount ?? 0;
+    return { changed, done: changed === 0 };
   },
 };
 
@@ -48,8 +55,13 @@ export const BACKFILLS: readonly Backfill[] = [WAITING_LINES];
 export async function runBackfills(db: Db, backfills: readonly Backfill[] = BACKFILLS, rows = STEP): Promise<Record<string, number>> {
   const changed: Record<string, number> = {};
   for (const backfill of backfills) {
+    const step = backfill.start();
     let total = 0;
-    for (let n = await backfill.step(db, rows); n > 0; n = await backfill.step(db, rows)) total += n;
+    let stepped: Stepped;
+    do {
+      stepped = await step(db, rows);
+      total += stepped.changed;
+    } while (!stepped.done);
     changed[backfill.name] = total;
   }
   return changed;
