@@ -1,8 +1,9 @@
 // Data a migration leaves for later: rows it would otherwise rewrite all at once. `migrate` runs each
 // backfill after the SQL migrations, under the same lock, a few thousand rows per statement (each its
 // own short transaction), so workers writing those rows wait for one small statement at most. Each
-// statement finds its own remaining rows through a partial index, and a backfill stopped half-way
-// (a crash, a lost connection) goes on from where it was at the next `migrate`.
+// statement reads only about the rows it writes (through a partial index, or the next ids after the
+// last step's), and a backfill stopped half-way (a crash, a lost connection) goes on at the next
+// `migrate`: every statement finds what is left from the rows themselves.
 import { sql } from 'drizzle-orm';
 import type { Db } from './client.ts';
 
@@ -49,7 +50,45 @@ const WAITING_LINES: Backfill = {
   },
 };
 
-export const BACKFILLS: readonly Backfill[] = [WAITING_LINES];
+/**
+ * migrations/0008_batch_changes.sql: a class made before batches could change was given the values
+ * its batch was recorded with, so `applied_event = event` where there is (or may be) a class. The
+ * migration did it in one statement, which on a large table held every such row for seconds.
+ *
+ * The rows are walked by id, `rows` ids a statement (the primary key's next entries after the last
+ * step's: no index of its own, and no statement reads rows another already passed). `applied_event is
+ * null` is in the update's own condition: a worker that wrote one meanwhile (an edit, a new add-class)
+ * keeps it. A row still null meanwhile reads as filled: what reads it, the outbox trigger's
+ * batch.updated (0010) and a refused edit's read-back (src/mapping/mark-edited.ts), reads
+ * `coalesce(applied_event, event)`, and what writes it sets it whole or from that same coalesce. Only
+ * a change recorded on the row before its step (intake replaces `event`) would be taken for what the
+ * class was given; a worker of this version records none before its `migrate`, this backfill
+ * included, is over (one migrates, the others wait for its lock).
+ */
+const APPLIED_EVENTS: Backfill = {
+  name: 'applied values of classes made before changes',
+  start() {
+    let after = 0;
+    return async (db, rows) => {
+      const result = await db.execute<{ last: string | null; changed: number }>(sql`
+        with next as (
+          select id from batch_classes where id > ${after} order by id limit ${rows}
+        ), filled as (
+          -- The window as a range of the key, not a join to its ids: a range scan in any plan.
+          update batch_classes b set applied_event = b.event
+           where b.id > ${after} and b.id <= (select max(id) from next)
+             and b.applied_event is null and (b.class_id is not null or b.state <> 'pending')
+          returning b.id
+        )
+        select (select max(id) from next)::text as last, (select count(*) from filled)::int as changed`);
+      const last = result.rows[0]?.last ?? null;
+      if (last !== null) after = Number(last);
+      return { changed: result.rows[0]?.changed ?? 0, done: last === null };
+    };
+  },
+};
+
+export const BACKFILLS: readonly Backfill[] = [WAITING_LINES, APPLIED_EVENTS];
 
 /** Runs every backfill to its end; returns the rows each changed. */
 export async function runBackfills(db: Db, backfills: readonly Backfill[] = BACKFILLS, rows = STEP): Promise<Record<string, number>> {
