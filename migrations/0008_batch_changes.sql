@@ -7,8 +7,6 @@ ALTER TABLE "batch_classes" ADD COLUMN "next_class_name" text;--> statement-brea
 ALTER TABLE "batch_classes" ADD COLUMN "cancelled_at" timestamp with time zone;--> statement-breakpoint
 ALTER TABLE "batch_classes" ADD COLUMN "archived_at" timestamp with time zone;--> statement-breakpoint
 CREATE INDEX "batch_classes_change_due_idx" ON "batch_classes" USING btree ("id") WHERE "batch_classes"."revision" > "batch_classes"."applied_revision";--> statement-breakpoint
--- A class made before this migration was given the values its batch was recorded with.
-UPDATE "batch_classes" SET "applied_event" = "event" WHERE "class_id" IS NOT NULL OR "state"::text <> 'pending';--> statement-breakpoint
 -- The outbox's writer, as in 0007, with two more messages: batch.updated when an edit reached the
 -- class of a synced batch, batch.cancelled when a batch ends cancelled. States are still compared
 -- as text: the enum's new value cannot be used in the transaction that adds it.

@@ -1,18 +1,25 @@
 // Data a migration leaves for later: rows it would otherwise rewrite all at once. `migrate` runs each
 // backfill after the SQL migrations, under the same lock, a few thousand rows per statement (each its
 // own short transaction), so workers writing those rows wait for one small statement at most. Each
-// statement finds its own remaining rows through a partial index, and a backfill stopped half-way
-// (a crash, a lost connection) goes on from where it was at the next `migrate`.
+// statement reads only about the rows it writes (through a partial index, or the next ids after the
+// last step's), and a backfill stopped half-way (a crash, a lost connection) goes on at the next
+// `migrate`: every statement finds what is left from the rows themselves.
 import { sql } from 'drizzle-orm';
 import type { Db } from './client.ts';
 
 /** Rows per statement: small enough that a writer waiting for one of them waits milliseconds. */
 const STEP = 2_000;
 
+/** What one step did: the rows it changed, and whether it was the last. */
+export interface Stepped {
+  changed: number;
+  done: boolean;
+}
+
 export interface Backfill {
   name: string;
-  /** Does one step; returns how many rows it changed (0: done). */
-  step(db: Db, rows: number): Promise<number>;
+  /** Starts a run: each call of the step it returns is one statement of at most `rows` rows, and may keep where it got to. */
+  start(): (db: Db, rows: number) => Promise<Stepped>;
 }
 
 /**
@@ -23,7 +30,7 @@ export interface Backfill {
  */
 const WAITING_LINES: Backfill = {
   name: 'lines of waiting batches',
-  async step(db, rows) {
+  start: () => async (db, rows) => {
     const result = await db.execute(sql`
       with todo as (
         select id, institute_id, lane from batch_classes where state = 'pending' and line is null order by id desc limit ${rows}
@@ -38,18 +45,62 @@ const WAITING_LINES: Backfill = {
           from todo t join firsts f using (institute_id, lane)
       )
       update batch_classes b set line = n.line from numbered n where b.id = n.id and b.state = 'pending' and b.line is null`);
-    return result.rowCount ?? 0;
+    const changed = result.rowCount ?? 0;
+    return { changed, done: changed === 0 };
   },
 };
 
-export const BACKFILLS: readonly Backfill[] = [WAITING_LINES];
+/**
+ * migrations/0008_batch_changes.sql: a class made before batches could change was given the values
+ * its batch was recorded with, so `applied_event = event` where there is (or may be) a class. The
+ * migration did it in one statement, which on a large table held every such row for seconds.
+ *
+ * The rows are walked by id, `rows` ids a statement (the primary key's next entries after the last
+ * step's: no index of its own, and no statement reads rows another already passed). `applied_event is
+ * null` is in the update's own condition: a worker that wrote one meanwhile (an edit, a new add-class)
+ * keeps it. A row still null meanwhile reads as filled: what reads it, the outbox trigger's
+ * batch.updated (0010) and a refused edit's read-back (src/mapping/mark-edited.ts), reads
+ * `coalesce(applied_event, event)`, and what writes it sets it whole or from that same coalesce. Only
+ * a change recorded on the row before its step (intake replaces `event`) would be taken for what the
+ * class was given; a worker of this version records none before its `migrate`, this backfill
+ * included, is over (one migrates, the others wait for its lock).
+ */
+const APPLIED_EVENTS: Backfill = {
+  name: 'applied values of classes made before changes',
+  start() {
+    let after = 0;
+    return async (db, rows) => {
+      const result = await db.execute<{ last: string | null; changed: number }>(sql`
+        with next as (
+          select id from batch_classes where id > ${after} order by id limit ${rows}
+        ), filled as (
+          -- The window as a range of the key, not a join to its ids: a range scan in any plan.
+          update batch_classes b set applied_event = b.event
+           where b.id > ${after} and b.id <= (select max(id) from next)
+             and b.applied_event is null and (b.class_id is not null or b.state <> 'pending')
+          returning b.id
+        )
+        select (select max(id) from next)::text as last, (select count(*) from filled)::int as changed`);
+      const last = result.rows[0]?.last ?? null;
+      if (last !== null) after = Number(last);
+      return { changed: result.rows[0]?.changed ?? 0, done: last === null };
+    };
+  },
+};
+
+export const BACKFILLS: readonly Backfill[] = [WAITING_LINES, APPLIED_EVENTS];
 
 /** Runs every backfill to its end; returns the rows each changed. */
 export async function runBackfills(db: Db, backfills: readonly Backfill[] = BACKFILLS, rows = STEP): Promise<Record<string, number>> {
   const changed: Record<string, number> = {};
   for (const backfill of backfills) {
+    const step = backfill.start();
     let total = 0;
-    for (let n = await backfill.step(db, rows); n > 0; n = await backfill.step(db, rows)) total += n;
+    let stepped: Stepped;
+    do {
+      stepped = await step(db, rows);
+      total += stepped.changed;
+    } while (!stepped.done);
     changed[backfill.name] = total;
   }
   return changed;

@@ -1,10 +1,15 @@
 // Migrations on worker start survive a PostgreSQL connection cut mid-way (a restart, a failover,
 // pg_terminate_backend): the worker tries again instead of exiting. Found by the fault suite, whose
-// workers restarted while it cut every connection.
+// workers restarted while it cut every connection. And what a migration leaves to `migrate`'s
+// backfills (src/db/backfills.ts) is done by them, a few rows a statement, resumed after a stop.
 import { randomBytes } from 'node:crypto';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DatabaseUnreachableError, runMigrations } from '../../src/db/migrate.ts';
+import { BACKFILLS, runBackfills } from '../../src/db/backfills.ts';
+import { createDatabase } from '../../src/db/client.ts';
+import { DatabaseUnreachableError, MIGRATIONS_FOLDER, runMigrations } from '../../src/db/migrate.ts';
 import { PG_SERVER, dropDatabase, waitFor } from '../helpers/harness.ts';
 
 const MIGRATION_LOCK = 7_316_024_001;
@@ -66,5 +71,96 @@ describe('migrations when the connection is cut', () => {
     const error = await migrating;
     expect(error).toBeInstanceOf(DatabaseUnreachableError);
     expect(String((error as Error).message)).toMatch(/Cannot reach PostgreSQL .*terminat.*Start it/s);
+  });
+});
+
+describe('backfills', () => {
+  const APPLIED = 'applied values of classes made before changes';
+
+  /** A fresh database with every SQL migration applied and no backfill run, as `migrate` leaves it between the two. */
+  async function migratedWithoutBackfills() {
+    const name = `classroom_sync_test_${randomBytes(4).toString('hex')}`;
+    const admin = await adminClient('postgres');
+    await admin.query(`create database ${pg.escapeIdentifier(name)}`);
+    cleanups.push(() => dropDatabase(name));
+    const client = await adminClient(name);
+    await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_FOLDER });
+    const database = createDatabase(`${PG_SERVER}/${name}`);
+    cleanups.push(() => database.close());
+    return { client, db: database.db };
+  }
+
+  it("0008's applied_event = event is filled in by migrate, two rows a statement, a worker's own value kept, resumed after a stop", async () => {
+    const { client, db } = await migratedWithoutBackfills();
+    const event = (batchId: string, subject: string) => JSON.stringify({ batchId, instituteId: 'inst-a', name: batchId, subject, extra: {} });
+    // Rows as the version before 0008 left them (0008 adds applied_event, null), in id order: synced
+    // with a class, waiting, an add-class in flight, failed before any class, reopened with its class.
+    const rows: [string, string, string | null][] = [
+      ['synced-1', 'synced', 'class-1'],
+      ['pending-1', 'pending', null],
+      ['creating-1', 'creating', null],
+      ['failed-1', 'failed', null],
+      ['edited', 'synced', 'class-5'],
+      ['synced-2', 'synced', 'class-6'],
+      ['pending-2', 'pending', null],
+      ['reopened', 'pending', 'class-8'],
+    ];
+    for (const [batchId, state, classId] of rows) {
+      await client.query(
+        `insert into batch_classes (institute_id, batch_id, class_name, state, class_id, event) values ('inst-a', $1, $1, $2::batch_state, $3, $4::jsonb)`,
+        [batchId, state, classId, event(batchId, 'Logic')],
+      );
+    }
+    expect(
+      (await client.query('select count(*)::int as n from batch_classes where applied_event is not null')).rows[0].n,
+      'applied_event set before the backfill',
+    ).toBe(0);
+    // A worker of the new version edited one class meanwhile: what it wrote is newer than `event`.
+    await client.query(`update batch_classes set applied_event = $1::jsonb where batch_id = 'edited'`, [event('edited', 'Physics')]);
+    const messages = async () => (await client.query('select count(*)::int as n from webhook_messages')).rows[0].n as number;
+    const messagesBefore = await messages();
+    const applied = async () =>
+      (
+        await client.query<{ batch_id: string; subject: string | null }>(
+          `select batch_id, applied_event ->> 'subject' as subject from batch_classes order by id`,
+        )
+      ).rows.map((r) => [r.batch_id, r.subject]);
+
+    // Two steps of two rows each (the second goes on after the first's ids), then the process stops.
+    const backfill = BACKFILLS.find((b) => b.name === APPLIED);
+    expect(backfill, 'the backfill of applied_event').toBeDefined();
+    const step = backfill?.start();
+    expect(await step?.(db, 2)).toEqual({ changed: 1, done: false });
+    expect(await step?.(db, 2)).toEqual({ changed: 2, done: false });
+    expect(await applied()).toEqual([
+      ['synced-1', 'Logic'],
+      ['pending-1', null],
+      ['creating-1', 'Logic'],
+      ['failed-1', 'Logic'],
+      ['edited', 'Physics'],
+      ['synced-2', null],
+      ['pending-2', null],
+      ['reopened', null],
+    ]);
+
+    // The next migrate goes on with what is left.
+    const changed = await runBackfills(db, BACKFILLS, 2);
+    expect(changed[APPLIED]).toBe(2);
+    expect(await applied()).toEqual([
+      ['synced-1', 'Logic'],
+      ['pending-1', null],
+      ['creating-1', 'Logic'],
+      ['failed-1', 'Logic'],
+      ['edited', 'Physics'],
+      ['synced-2', 'Logic'],
+      ['pending-2', null],
+      ['reopened', 'Logic'],
+    ]);
+    const notTheirEvent = (await client.query('select count(*)::int as n from batch_classes where applied_event is not null and applied_event <> event'))
+      .rows[0].n;
+    expect(notTheirEvent, 'rows whose applied_event is not their event').toBe(1);
+    expect(await messages(), 'webhook messages written by the backfill').toBe(messagesBefore);
+    // Nothing left: a later migrate changes nothing.
+    expect((await runBackfills(db, BACKFILLS, 2))[APPLIED]).toBe(0);
   });
 });
