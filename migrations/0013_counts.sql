@@ -10,8 +10,11 @@ CREATE TABLE "webhook_message_counts" (
 	"n" bigint NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX "batch_classes_lane_wait_idx" ON "batch_classes" USING btree ("lane","lane_since") WHERE "batch_classes"."state" = 'pending';--> statement-breakpoint
+CREATE INDEX "batch_classes_live_wait_idx" ON "batch_classes" USING btree ("lane_since") WHERE "batch_classes"."state" = 'pending' and "batch_classes"."lane" = 'live';--> statement-breakpoint
+CREATE INDEX "batch_classes_operator_wait_idx" ON "batch_classes" USING btree ("lane_since") WHERE "batch_classes"."state" = 'pending' and "batch_classes"."lane" = 'operator';--> statement-breakpoint
+CREATE INDEX "batch_classes_backfill_wait_idx" ON "batch_classes" USING btree ("lane_since") WHERE "batch_classes"."state" = 'pending' and "batch_classes"."lane" = 'backfill';--> statement-breakpoint
 CREATE INDEX "batch_classes_under_way_since_idx" ON "batch_classes" USING btree ("lane_since") WHERE "batch_classes"."state" in ('creating', 'created', 'link_enabled');--> statement-breakpoint
+CREATE INDEX "batch_classes_unapplied_idx" ON "batch_classes" USING btree ("id") WHERE "batch_classes"."applied_event" is null and ("batch_classes"."class_id" is not null or "batch_classes"."state" <> 'pending');--> statement-breakpoint
 CREATE INDEX "webhook_messages_pending_age_idx" ON "webhook_messages" USING btree ("occurred_at") WHERE "webhook_messages"."status" = 'pending';--> statement-breakpoint
 -- Counts kept as rows change (src/db/schema/counts.ts): each change appends a signed delta in the
 -- same transaction; nothing updates a shared row, so writers never queue on a counter. A bulk

@@ -55,8 +55,9 @@ const WAITING_LINES: Backfill = {
  * its batch was recorded with, so `applied_event = event` where there is (or may be) a class. The
  * migration did it in one statement, which on a large table held every such row for seconds.
  *
- * The rows are walked by id, `rows` ids a statement (the primary key's next entries after the last
- * step's: no index of its own, and no statement reads rows another already passed). `applied_event is
+ * The rows are walked by id, `rows` of them a statement, through a partial index of the rows still
+ * to fill (batch_classes_unapplied_idx, migrations/0013): no statement reads rows another already
+ * passed, and a `migrate` that finds nothing left (every start of a worker) reads one index entry. `applied_event is
  * null` is in the update's own condition: a worker that wrote one meanwhile (an edit, a new add-class)
  * keeps it. A row still null meanwhile reads as filled: what reads it, the outbox trigger's
  * batch.updated (0010) and a refused edit's read-back (src/mapping/mark-edited.ts), reads
@@ -65,6 +66,9 @@ const WAITING_LINES: Backfill = {
  * class was given; a worker of this version records none before its `migrate`, this backfill
  * included, is over (one migrates, the others wait for its lock).
  */
+/** The rows still to fill, written as batch_classes_unapplied_idx's predicate so both statements read that index only. */
+const UNAPPLIED = sql`applied_event is null and (class_id is not null or state <> 'pending')`;
+
 const APPLIED_EVENTS: Backfill = {
   name: 'applied values of classes made before changes',
   start() {
@@ -72,13 +76,13 @@ const APPLIED_EVENTS: Backfill = {
     return async (db, rows) => {
       const result = await db.execute<{ last: string | null; changed: number }>(sql`
         with next as (
-          select id from batch_classes where id > ${after} order by id limit ${rows}
+          select id from batch_classes where id > ${after} and ${UNAPPLIED} order by id limit ${rows}
         ), filled as (
           -- The window as a range of the key, not a join to its ids: a range scan in any plan.
-          update batch_classes b set applied_event = b.event
-           where b.id > ${after} and b.id <= (select max(id) from next)
-             and b.applied_event is null and (b.class_id is not null or b.state <> 'pending')
-          returning b.id
+          update batch_classes set applied_event = event
+           where id > ${after} and id <= (select max(id) from next)
+             and ${UNAPPLIED}
+          returning id
         )
         select (select max(id) from next)::text as last, (select count(*) from filled)::int as changed`);
       const last = result.rows[0]?.last ?? null;

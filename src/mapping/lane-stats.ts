@@ -13,8 +13,8 @@ const UNDER_WAY = sql`state in (${stateList(UNDER_WAY_STATES)})`;
 
 /**
  * Every lane's depth and oldest wait, from PostgreSQL (so a wiped Redis changes nothing). Depths are
- * sums of batch_counts; each oldest wait is the first entry of an index (batch_classes_lane_wait_idx,
- * batch_classes_under_way_since_idx): one statement that reads a few rows at any size.
+ * sums of batch_counts; each oldest wait is the first entry of an index (batch_classes_<lane>_wait_idx,
+ * whose predicate names the lane as a constant, and batch_classes_under_way_since_idx): one statement that reads a few rows at any size.
  */
 export async function laneStats(db: Db): Promise<Record<QueueLane, LaneStat>> {
   const result = await execute<{ lane: QueueLane; batches: string | null; oldest: number | null }>(db, laneStatsStatement());
@@ -27,7 +27,7 @@ export async function laneStats(db: Db): Promise<Record<QueueLane, LaneStat>> {
 export function laneStatsStatement(): SQL {
   const oldest = BATCH_LANES.map(
     (lane) =>
-      sql`select ${lane}::text as lane, (select lane_since from batch_classes where state = 'pending' and lane = ${lane}::batch_lane order by lane_since limit 1) as since`,
+      sql`select ${lane}::text as lane, (select lane_since from batch_classes where state = 'pending' and lane = ${sql.raw(`'${lane}'`)} order by lane_since limit 1) as since`,
   );
   return sql`
     with depth as (

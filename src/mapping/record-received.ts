@@ -51,7 +51,11 @@ export function recordReceivedStatement(batches: readonly ReceivedBatch[], lane:
        where not exists (select 1 from batch_classes b where b.institute_id = g.institute_id and b.batch_id = g.batch_id)
        order by institute_id, batch_id, ord
     ), ends as materialized (
-      select i.institute_id, ${waitingLineEnd('max', sql`i.institute_id`, laneValue)} as last, ${waitingLineEnd('min', sql`i.institute_id`, laneValue)} as first
+      -- The lane as a value known only when the statement runs: the planner cannot then take a
+      -- partial index of the lane's own (batch_classes_<lane>_wait_idx, batch_classes_backfill_idx)
+      -- for the line's ends, which it did on a table not yet analyzed, reading the whole lane.
+      select i.institute_id, ${waitingLineEnd('max', sql`i.institute_id`, sql`(select ${laneValue})`)} as last,
+             ${waitingLineEnd('min', sql`i.institute_id`, sql`(select ${laneValue})`)} as first
         from (select distinct institute_id from fresh) i
     ), placed as (
       select numbered.*, ${placeOf(sql`numbered.line`, sql`numbered.first`)} as place

@@ -155,7 +155,8 @@ describe('kept counts', () => {
     const { rows } = await pool.query<{ 'QUERY PLAN': string }>(`explain (costs off) ${text}`, params);
     const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
     expect(plan).not.toMatch(/Seq Scan on batch_classes/);
-    expect(plan).toMatch(/batch_classes_lane_wait_idx/);
+    expect(plan).toMatch(/batch_classes_live_wait_idx/);
+    expect(plan).toMatch(/batch_classes_backfill_wait_idx/);
     expect(plan).toMatch(/batch_classes_under_way_since_idx/);
     const lanes = await mapping.laneStats(h.runtime.database.db);
     const { rows: oldest } = await pool.query<{ s: number }>(

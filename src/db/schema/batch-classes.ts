@@ -149,8 +149,16 @@ export const batchClasses = pgTable(
     index('batch_classes_backfill_idx').on(t.id).where(sql`${t.state} = 'pending' and ${t.lane} = 'backfill'`),
     // Waiting batches recorded before lines existed (or back in pending): what `migrate` numbers (src/db/backfills.ts).
     index('batch_classes_unlined_idx').on(t.id).where(sql`${t.state} = 'pending' and ${t.line} is null`),
+    // What src/db/backfills.ts still has to fill (classes made before 0008): empty once it has run.
+    index('batch_classes_unapplied_idx').on(t.id).where(sql`${t.appliedEvent} is null and (${t.classId} is not null or ${t.state} <> 'pending')`),
     // The oldest wait of each lane (src/mapping/lane-stats.ts): the first entry of an index, not a min() over the lane.
-    index('batch_classes_lane_wait_idx').on(t.lane, t.laneSince).where(sql`${t.state} = 'pending'`),
+    // One per lane, the lane in the predicate, not a column: an index led by the lane would offer intake's
+    // line-end probe an `lane = …` condition, and on a table not yet analyzed the planner took it and read the lane.
+    ...BATCH_LANES.map((lane) =>
+      index(`batch_classes_${lane}_wait_idx`)
+        .on(t.laneSince)
+        .where(sql`${t.state} = 'pending' and ${t.lane} = ${sql.raw(`'${lane}'`)}`),
+    ),
     index('batch_classes_under_way_since_idx').on(t.laneSince).where(sql`${t.state} in ('creating', 'created', 'link_enabled')`),
   ],
 );
