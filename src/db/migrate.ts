@@ -62,8 +62,9 @@ export interface MigrateOptions {
 /**
  * Creates the database if needed and applies the migrations. A PostgreSQL that cannot be reached at
  * all fails at once (DatabaseUnreachableError, which says how to start it); a connection lost once
- * reached is tried again for `retryForMs`: drizzle applies each migration in its own transaction and
- * skips the applied ones, so a second pass finishes what the first began.
+ * reached is tried again for `retryForMs`: drizzle applies the pending migrations in one transaction
+ * (all or none) and skips the applied ones, and each backfill goes on from where it stopped, so a
+ * second pass finishes what the first began.
  */
 export async function runMigrations(url: string, options: MigrateOptions = {}): Promise<{ createdDatabase: boolean }> {
   const createdDatabase = await ensureDatabase(url);
