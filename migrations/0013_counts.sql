@@ -39,8 +39,15 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
+-- A fold (src/mapping/count-by-state.ts: compactCounts) may be half done: it has deleted the deltas
+-- and inserted their sum, not yet committed. A DELETE whose snapshot is older than that commit skips
+-- the rows the fold deleted and never sees its sum, which would then count rows the TRUNCATE removed.
+-- The lock (self-exclusive, held to commit) waits for that fold and keeps the next one out; the
+-- DELETE, a statement of its own, then sees the fold's sum. TRUNCATE batch_counts would not do: it
+-- fails when the same TRUNCATE names batch_counts too (the demo's reset empties every table).
 CREATE FUNCTION "batch_counts_truncated"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  LOCK TABLE batch_counts IN SHARE ROW EXCLUSIVE MODE;
   DELETE FROM batch_counts;
   RETURN NULL;
 END
@@ -80,8 +87,10 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
+-- Locked first, as batch_counts_truncated does: a fold half done must not outlive the rows.
 CREATE FUNCTION "webhook_message_counts_truncated"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  LOCK TABLE webhook_message_counts IN SHARE ROW EXCLUSIVE MODE;
   DELETE FROM webhook_message_counts;
   RETURN NULL;
 END
