@@ -1,4 +1,8 @@
+-- Each delta has a primary key (id), as every table has: once a publication covers the tables (FOR ALL
+-- TABLES: change data capture, a managed blue/green upgrade), PostgreSQL refuses a DELETE (the fold,
+-- the truncate triggers) on a table with no replica identity.
 CREATE TABLE "batch_counts" (
+	"id" bigserial PRIMARY KEY NOT NULL,
 	"institute_id" text NOT NULL,
 	"state" "batch_state" NOT NULL,
 	"lane" "batch_lane" NOT NULL,
@@ -6,6 +10,7 @@ CREATE TABLE "batch_counts" (
 );
 --> statement-breakpoint
 CREATE TABLE "webhook_message_counts" (
+	"id" bigserial PRIMARY KEY NOT NULL,
 	"status" text NOT NULL,
 	"n" bigint NOT NULL
 );
