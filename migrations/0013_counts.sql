@@ -1,4 +1,8 @@
+-- Each delta has a primary key (id), as every table has: once a publication covers the tables (FOR ALL
+-- TABLES: change data capture, a managed blue/green upgrade), PostgreSQL refuses a DELETE (the fold,
+-- the truncate triggers) on a table with no replica identity.
 CREATE TABLE "batch_counts" (
+	"id" bigserial PRIMARY KEY NOT NULL,
 	"institute_id" text NOT NULL,
 	"state" "batch_state" NOT NULL,
 	"lane" "batch_lane" NOT NULL,
@@ -6,6 +10,7 @@ CREATE TABLE "batch_counts" (
 );
 --> statement-breakpoint
 CREATE TABLE "webhook_message_counts" (
+	"id" bigserial PRIMARY KEY NOT NULL,
 	"status" text NOT NULL,
 	"n" bigint NOT NULL
 );
@@ -42,8 +47,15 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
+-- A fold (src/mapping/count-by-state.ts: compactCounts) may be half done: it has deleted the deltas
+-- and inserted their sum, not yet committed. A DELETE whose snapshot is older than that commit skips
+-- the rows the fold deleted and never sees its sum, which would then count rows the TRUNCATE removed.
+-- The lock (self-exclusive, held to commit) waits for that fold and keeps the next one out; the
+-- DELETE, a statement of its own, then sees the fold's sum. TRUNCATE batch_counts would not do: it
+-- fails when the same TRUNCATE names batch_counts too (the demo's reset empties every table).
 CREATE FUNCTION "batch_counts_truncated"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  LOCK TABLE batch_counts IN SHARE ROW EXCLUSIVE MODE;
   DELETE FROM batch_counts;
   RETURN NULL;
 END
@@ -83,8 +95,10 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
+-- Locked first, as batch_counts_truncated does: a fold half done must not outlive the rows.
 CREATE FUNCTION "webhook_message_counts_truncated"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  LOCK TABLE webhook_message_counts IN SHARE ROW EXCLUSIVE MODE;
   DELETE FROM webhook_message_counts;
   RETURN NULL;
 END

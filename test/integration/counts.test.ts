@@ -14,7 +14,7 @@ import { publishBatches } from '../../src/intake/publish.ts';
 import * as mapping from '../../src/mapping/index.ts';
 import { laneStatsStatement } from '../../src/mapping/lane-stats.ts';
 import { BATCH_STATES } from '../../src/db/schema/index.ts';
-import { type Harness, PG_SERVER, dropDatabase, publishDepsOf } from '../helpers/harness.ts';
+import { type Harness, PG_SERVER, dropDatabase, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { migrationsUpTo } from '../helpers/migrations.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
@@ -61,6 +61,15 @@ async function insertMessages(pool: pg.Pool, n: number): Promise<void> {
      select 'msg_' || md5(random()::text), id, institute_id, batch_id, 'batch.synced', '{}'::jsonb from batch_classes order by id limit $1`,
     [n],
   );
+}
+
+/** Whether a statement containing `text` (another session's, in this database) is waiting for a lock. */
+async function waitingOn(pool: pg.Pool, text: string): Promise<boolean> {
+  const { rows } = await pool.query(
+    `select 1 from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock' and query ilike $1`,
+    [`%${text}%`],
+  );
+  return rows.length > 0;
 }
 
 describe('kept counts', () => {
@@ -140,6 +149,54 @@ describe('kept counts', () => {
     folding = false;
     expect(await folds).toBeGreaterThan(0);
     expect(await kept(h)).toEqual(await counted(pool));
+  });
+
+  it('are emptied with the rows by a truncate that meets a fold half done', async () => {
+    // A fold (one DELETE … RETURNING + INSERT) that has deleted the deltas and not yet committed when
+    // a TRUNCATE's trigger empties the counts: the trigger's DELETE must not leave the fold's sums
+    // behind, counting rows that are gone. `blocker` holds the last delta, so the fold stops there.
+    const pool = h.runtime.database.pool;
+    for (const counts of ['batch_counts', 'webhook_message_counts']) {
+      await pool.query('truncate batch_classes cascade');
+      await publishBatches(publishDepsOf(h), [...events(`t-${counts}`, 10, 'inst-t'), ...events(`u-${counts}`, 10, 'inst-u')]);
+      await pool.query(`update batch_classes set state = 'failed' where batch_id like 'u-%'`);
+      await insertMessages(pool, 4);
+      await pool.query(`update webhook_messages set status = 'delivered' where id = (select min(id) from webhook_messages)`);
+      const blocker = await pool.connect();
+      const truncater = await pool.connect();
+      try {
+        await blocker.query('begin');
+        await blocker.query(`select 1 from ${counts} order by ctid desc limit 1 for update`);
+        const fold = mapping.compactCounts(h.runtime.database.db);
+        await waitFor(() => waitingOn(pool, `delete from ${counts}`), `the fold of ${counts} waiting for its last delta`);
+        const truncate = truncater.query('truncate batch_classes cascade');
+        await waitFor(() => waitingOn(pool, 'truncate batch_classes'), 'the truncate waiting for the fold');
+        await blocker.query('rollback');
+        await Promise.all([fold, truncate]);
+      } finally {
+        blocker.release();
+        truncater.release();
+      }
+      expect({ counts, ...(await kept(h)) }).toEqual({ counts, ...(await counted(pool)) });
+    }
+  });
+
+  it('fold and empty on a database that publishes every table (logical replication, change data capture)', async () => {
+    // A publication FOR ALL TABLES (a CDC feed, a managed blue/green upgrade) refuses a DELETE on a
+    // table without a replica identity: the fold and the truncate triggers must still work there.
+    const pool = h.runtime.database.pool;
+    await pool.query('truncate batch_classes cascade');
+    await pool.query('create publication counts_test_all for all tables');
+    try {
+      await publishBatches(publishDepsOf(h), events('p', 10, 'inst-p'));
+      await pool.query(`update batch_classes set state = 'failed' where batch_id in ('p-0', 'p-1')`);
+      await mapping.compactCounts(h.runtime.database.db);
+      expect(await kept(h)).toEqual(await counted(pool));
+      await pool.query('truncate batch_classes cascade');
+      expect(await kept(h)).toEqual(await counted(pool));
+    } finally {
+      await pool.query('drop publication counts_test_all');
+    }
   });
 
   it('are read from index entries: the oldest wait of each lane never scans the batches', async () => {

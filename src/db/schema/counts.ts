@@ -1,22 +1,30 @@
 // Counts kept as the rows change, so `status`, the metrics and the lane gauges read a few hundred
 // rows, not a million. Each table is append-only: a trigger on the counted table (migrations/0013)
 // adds a signed delta row in the same transaction as the change, and the worker's housekeeping folds
-// the deltas into one row per key (src/mapping/counts.ts). No writer ever updates a shared counter
-// row, so two transactions never wait on each other for a count. A count is the sum over its key.
-import { bigint, text } from 'drizzle-orm/pg-core';
+// the deltas into one row per key (src/mapping/count-by-state.ts: compactCounts). No writer ever
+// updates a shared counter row, so two transactions never wait on each other for a count. A count is
+// the sum over its key.
+import { bigint, bigserial, text } from 'drizzle-orm/pg-core';
 import { pgTable } from 'drizzle-orm/pg-core';
 import { batchLane, batchState } from './batch-classes.ts';
 
-/** batch_classes rows by institute, state and stored lane. */
+/**
+ * batch_classes rows by institute, state and stored lane. `id` only gives each delta a primary key, as
+ * every table has: PostgreSQL refuses a DELETE (the fold, the truncate trigger) on a table without a
+ * replica identity once a publication covers it (FOR ALL TABLES: change data capture, a managed
+ * blue/green upgrade), and a subscriber applies each deleted row by its key, not by a scan.
+ */
 export const batchCounts = pgTable('batch_counts', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
   instituteId: text('institute_id').notNull(),
   state: batchState('state').notNull(),
   lane: batchLane('lane').notNull(),
   n: bigint('n', { mode: 'number' }).notNull(),
 });
 
-/** webhook_messages rows by status. */
+/** webhook_messages rows by status (`id`: as batch_counts'). */
 export const webhookMessageCounts = pgTable('webhook_message_counts', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
   status: text('status').notNull(),
   n: bigint('n', { mode: 'number' }).notNull(),
 });
