@@ -149,6 +149,11 @@ export const batchClasses = pgTable(
     index('batch_classes_backfill_idx').on(t.id).where(sql`${t.state} = 'pending' and ${t.lane} = 'backfill'`),
     // Waiting batches recorded before lines existed (or back in pending): what `migrate` numbers (src/db/backfills.ts).
     index('batch_classes_unlined_idx').on(t.id).where(sql`${t.state} = 'pending' and ${t.line} is null`),
+    // A page of batches in a state, or of an institute in a state, in id order (src/mapping/list-batches.ts):
+    // a rare state among a million synced rows reads its own rows only. The second also serves the
+    // reconciliation's reads of an institute (batches-of-institute.ts).
+    index('batch_classes_state_id_idx').on(t.state, t.id),
+    index('batch_classes_institute_state_id_idx').on(t.instituteId, t.state, t.id),
   ],
 );
 

@@ -56,6 +56,8 @@ export const webhookMessages = pgTable(
     // Each batch's oldest pending message: the one a claim may take (one batch's messages go in order).
     index('webhook_messages_pending_batch_idx').on(t.batchRowId, t.id).where(sql`${t.status} = 'pending'`),
     index('webhook_messages_status_idx').on(t.status, t.id),
+    // Settled messages by age: what pruning deletes, oldest first, without reading the pending ones.
+    index('webhook_messages_settled_idx').on(t.occurredAt).where(sql`${t.status} <> 'pending'`),
   ],
 );
 
