@@ -1,9 +1,11 @@
 // The reads an operator, an API client or a timer makes read about what they return, whatever the
-// table holds (#38): a page of batches of a rare state among many synced ones, or of an institute.
-// Each is checked for its rows (against a plain query) and, on an analyzed table, for its plan.
+// table holds (#38): a page of batches of a rare state among many synced ones, or of an institute,
+// and the count of a reconciliation's unread institute. Each is checked for its rows (against a
+// plain query) and, on an analyzed table, for its plan.
 import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { batchesOfInstitute, batchesOfInstituteStatement } from '../../src/mapping/batches-of-institute.ts';
 import { type BatchFilter, listBatches, listBatchesStatement } from '../../src/mapping/list-batches.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
@@ -104,5 +106,23 @@ describe('GET /v1/batches: listBatches', () => {
     // 21 of each institute: never the 20,000 synced rows a walk of the primary key passed.
     expect(rowsRead(reads)).toBeLessThanOrEqual(byInstitute ? 2 * 9 * 21 + 21 : 21);
     expect(indexesOf(reads)).toEqual(byInstitute ? ['batch_classes_institute_state_id_idx', 'batch_classes_pkey'] : ['batch_classes_state_id_idx']);
+  });
+});
+
+describe("a reconciliation's unread institute: batchesOfInstitute", () => {
+  it('counts its batches that are not abandoned up to a bound, says when there are more, and names the first', async () => {
+    const db = h.runtime.database.db;
+    const firstIds = ['small-old-1', 'small-old-2', 'small-old-3'];
+    expect(await batchesOfInstitute(db, 'small', 3)).toEqual({ count: 73, more: false, batchIds: firstIds });
+    expect(await batchesOfInstitute(db, 'small', 3, 50)).toEqual({ count: 50, more: true, batchIds: firstIds });
+    expect(await batchesOfInstitute(db, 'small', 3, 73)).toEqual({ count: 73, more: false, batchIds: firstIds });
+    expect(await batchesOfInstitute(db, 'nobody', 3)).toEqual({ count: 0, more: false, batchIds: [] });
+  });
+
+  it('reads as far as it counts, not every batch of the institute', async () => {
+    const reads = await readsOf(batchesOfInstituteStatement('big', 50, 100), 'batch_classes');
+    // 101 counted and 50 named (each state's first 50 at most), of the 20,302 it holds.
+    expect(rowsRead(reads)).toBeLessThanOrEqual(101 + 8 * 50 + 50);
+    expect(indexesOf(reads)).toEqual(['batch_classes_institute_state_id_idx', 'batch_classes_pkey']);
   });
 });
