@@ -1,11 +1,12 @@
 // The reads an operator, an API client or a timer makes read about what they return, whatever the
 // table holds (#38): a page of batches of a rare state among many synced ones, or of an institute,
-// and the count of a reconciliation's unread institute. Each is checked for its rows (against a
-// plain query) and, on an analyzed table, for its plan.
+// the count of a reconciliation's unread institute, and the institutes a batch id is known under.
+// Each is checked for its rows (against a plain query) and, on an analyzed table, for its plan.
 import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { batchesOfInstitute, batchesOfInstituteStatement } from '../../src/mapping/batches-of-institute.ts';
+import { institutesOf, institutesOfStatement } from '../../src/mapping/institutes-of.ts';
 import { type BatchFilter, listBatches, listBatchesStatement } from '../../src/mapping/list-batches.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
@@ -124,5 +125,18 @@ describe("a reconciliation's unread institute: batchesOfInstitute", () => {
     // 101 counted and 50 named (each state's first 50 at most), of the 20,302 it holds.
     expect(rowsRead(reads)).toBeLessThanOrEqual(101 + 8 * 50 + 50);
     expect(indexesOf(reads)).toEqual(['batch_classes_institute_state_id_idx', 'batch_classes_pkey']);
+  });
+});
+
+describe('a batch id not known where it was asked for: institutesOf', () => {
+  it('names the institutes it is known under, from two index probes an institute', async () => {
+    expect(await institutesOf(h.runtime.database.db, 'small-old-7')).toEqual(['small']);
+    expect(await institutesOf(h.runtime.database.db, 'nowhere')).toEqual([]);
+    const reads = await readsOf(institutesOfStatement('small-old-7'), 'batch_classes');
+    // 12 institutes: the next one's name, then the batch under it; not the 24,380 entries of the key
+    // (a batch id alone is the key's second column: asked by it, the whole key was read).
+    expect(rowsRead(reads)).toBeLessThanOrEqual(3 * 12);
+    const keyReads = reads.filter((node) => node['Index Name'] === 'batch_classes_institute_batch_key');
+    expect(keyReads.map((node) => node['Index Cond'])).toEqual([expect.stringMatching(/^\(\(institute_id = /)]);
   });
 });
