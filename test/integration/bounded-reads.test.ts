@@ -1,13 +1,16 @@
 // The reads an operator, an API client or a timer makes read about what they return, whatever the
 // table holds (#38): a page of batches of a rare state among many synced ones, or of an institute,
-// the count of a reconciliation's unread institute, and the institutes a batch id is known under.
-// Each is checked for its rows (against a plain query) and, on an analyzed table, for its plan.
+// the count of a reconciliation's unread institute, the institutes a batch id is known under, and
+// each pruning slice. Each is checked for its rows (against a plain query) and, on an analyzed
+// table, for its plan.
 import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { batchesOfInstitute, batchesOfInstituteStatement } from '../../src/mapping/batches-of-institute.ts';
 import { institutesOf, institutesOfStatement } from '../../src/mapping/institutes-of.ts';
 import { type BatchFilter, listBatches, listBatchesStatement } from '../../src/mapping/list-batches.ts';
+import { pruneMessages, pruneMessagesStatement } from '../../src/mapping/outbox/stats.ts';
+import { pruneEvents, pruneEventsStatement } from '../../src/mapping/prune-events.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
 const { h } = useHarness();
@@ -138,5 +141,42 @@ describe('a batch id not known where it was asked for: institutesOf', () => {
     expect(rowsRead(reads)).toBeLessThanOrEqual(3 * 12);
     const keyReads = reads.filter((node) => node['Index Name'] === 'batch_classes_institute_batch_key');
     expect(keyReads.map((node) => node['Index Cond'])).toEqual([expect.stringMatching(/^\(\(institute_id = /)]);
+  });
+});
+
+describe('pruning', () => {
+  it('deletes settled messages past the retention, never a pending one, from the index of settled messages', async () => {
+    // The synced rows each wrote a batch.synced message (the outbox trigger): all pending. Half of
+    // them delivered, and a fifth of all made old: of those, only the delivered ones go.
+    await query(`update webhook_messages set status = 'delivered', delivered_at = now() where id % 2 = 0`);
+    await query(`update webhook_messages set occurred_at = now() - interval '40 days' where id % 5 = 0`);
+    await query('analyze webhook_messages');
+    const { rows: before } = await query(
+      `select count(*) filter (where status <> 'pending' and occurred_at < now() - interval '30 days')::int as old, count(*)::int as total from webhook_messages`,
+    );
+    const reads = await readsOf(pruneMessagesStatement(30 * 86_400_000, 100), 'webhook_messages');
+    expect(indexesOf(reads)).toEqual(['webhook_messages_pkey', 'webhook_messages_settled_idx']);
+    expect(rowsRead(reads)).toBeLessThanOrEqual(200);
+
+    expect(await pruneMessages(h.runtime.database.db, 30 * 86_400_000, 100)).toBe(before[0].old);
+    const { rows: after } = await query(
+      `select count(*)::int as total, count(*) filter (where occurred_at < now() - interval '30 days')::int as old from webhook_messages`,
+    );
+    expect(after[0].total).toBe(before[0].total - before[0].old);
+    // The old ones left are the pending ones.
+    const { rows: left } = await query(`select distinct status from webhook_messages where occurred_at < now() - interval '30 days'`);
+    expect(left).toEqual([{ status: 'pending' }]);
+  });
+
+  it('deletes audit rows past the retention a slice at a time, each read from the index by age', async () => {
+    await query(`insert into batch_events (batch_row_id, type, at) select id, 'received', now() - (id % 60) * interval '1 day' from batch_classes`);
+    await query('analyze batch_events');
+    const reads = await readsOf(pruneEventsStatement(30 * 86_400_000, 100), 'batch_events');
+    expect(indexesOf(reads)).toEqual(['batch_events_at_idx', 'batch_events_pkey']);
+    expect(rowsRead(reads)).toBeLessThanOrEqual(200);
+    const { rows: old } = await query(`select count(*)::int as n from batch_events where at < now() - interval '30 days'`);
+    expect(await pruneEvents(h.runtime.database.db, 30 * 86_400_000, 100)).toBe(old[0].n);
+    const { rows: left } = await query(`select count(*)::int as n from batch_events where at < now() - interval '30 days'`);
+    expect(left[0].n).toBe(0);
   });
 });
