@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm';
 import { BATCH_STATES } from '../db/schema/index.ts';
-import { firstIds } from './list-batches.ts';
+import { firstIds, keyRange } from './list-batches.ts';
 import { type Db, execute } from './sql.ts';
 
 /** Batches of an institute a reconciliation pass could not read are counted this far, no further. */
@@ -31,16 +31,15 @@ export async function batchesOfInstitute(db: Db, instituteId: string, limit: num
 
 /**
  * One row: `total`, the batches counted up to one past `countUpTo`, each state's from
- * batch_classes_institute_state_id_idx with a limit (count(*) over all of them read every one; in
- * id order only so that no plan but the index's is cheaper), and `ids`, the first `limit` in id
- * order (`firstIds`).
+ * batch_classes_institute_state_id_idx with a limit (`keyRange`; count(*) over all of them read
+ * every one), and `ids`, the first `limit` in id order (`firstIds`).
  */
 export function batchesOfInstituteStatement(instituteId: string, limit: number, countUpTo: number): SQL {
   const upTo = countUpTo + 1;
   return sql`select
       (select count(*)::int from (
          select 1 from unnest(${sql.param(NOT_ABANDONED)}::batch_state[]) as s(state)
-          cross join lateral (select 1 from batch_classes c where c.institute_id = ${instituteId} and c.state = s.state order by c.id limit ${upTo}) c
+          cross join lateral (select 1 from batch_classes c where ${keyRange(sql`${instituteId}::text`, sql`s.state`, 0)} limit ${upTo}) c
           limit ${upTo}) n) as total,
       array(select b.batch_id from (${firstIds([instituteId], NOT_ABANDONED, 0, limit)}) f join batch_classes b on b.id = f.id order by b.id) as ids`;
 }
