@@ -3,8 +3,12 @@ import { BATCH_STATES } from '../db/schema/index.ts';
 import { firstIds, keyRange } from './list-batches.ts';
 import { type Db, execute } from './sql.ts';
 
-/** Batches of an institute a reconciliation pass could not read are counted this far, no further. */
-export const COUNT_UP_TO = 10_000;
+/**
+ * Batches of an institute a reconciliation pass could not read are counted this far, no further: a
+ * few times the ids the report names. Far above a page, the planner could judge it cheaper to read
+ * and sort the institute's every row than to read this many from the index (it did at 10,000).
+ */
+export const COUNT_UP_TO = 1_000;
 
 const NOT_ABANDONED = BATCH_STATES.filter((state) => state !== 'abandoned');
 
