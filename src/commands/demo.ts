@@ -156,7 +156,9 @@ async function publishSamples(runtime: Runtime, count: number): Promise<string[]
 /** Polls the mapping table until every batch is terminal (or the user stops), drawing progress. */
 async function watch(runtime: Runtime, ids: string[], io: DemoIo, signal: AbortSignal): Promise<BatchRow[]> {
   const progress = createProgress({ label: 'synced', total: ids.length, unit: 'batches', stream: io.stream, intervalMs: 1_000 });
-  const read = async () => (await listBatches(runtime.database.db, { batchIds: ids }, { limit: ids.length })).rows;
+  // Of the institute they were published under: read by the (institute, batch) key, not the whole table.
+  const filter = { instituteId: runtime.config.classroom.instituteId, batchIds: ids };
+  const read = async () => (await listBatches(runtime.database.db, filter, { limit: ids.length })).rows;
   let rows = await read();
   try {
     for (;;) {

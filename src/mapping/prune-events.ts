@@ -1,18 +1,27 @@
-import { inArray, lt, sql } from 'drizzle-orm';
-import { batchEvents } from '../db/schema/index.ts';
-import { type Db, interval } from './sql.ts';
+import { type SQL, sql } from 'drizzle-orm';
+import { type Db, execute, interval } from './sql.ts';
 
 /** Deletes audit rows older than the retention, in slices so a large backlog never holds long locks. */
 export async function pruneEvents(db: Db, retentionMs: number, slice = 5_000): Promise<number> {
+  return pruneInSlices(db, (limit) => pruneEventsStatement(retentionMs, limit), slice);
+}
+
+/**
+ * One slice: the oldest `limit` audit rows past the retention, read from batch_events_at_idx, then
+ * deleted by their ids. As `id in (select …)` PostgreSQL hashed the slice and read the whole table
+ * to find them (a second a slice at ten million rows).
+ */
+export function pruneEventsStatement(retentionMs: number, limit: number): SQL {
+  return sql`delete from batch_events where id = any(array(
+    select id from batch_events where at < now() - ${interval(retentionMs)} order by at limit ${limit}))`;
+}
+
+/** Runs `statement` (one slice of at most `slice` rows) until a slice deletes fewer; returns the rows deleted. */
+export async function pruneInSlices(db: Db, statement: (limit: number) => SQL, slice: number): Promise<number> {
   let total = 0;
   for (;;) {
-    const victims = db
-      .select({ id: batchEvents.id })
-      .from(batchEvents)
-      .where(lt(batchEvents.at, sql`now() - ${interval(retentionMs)}`))
-      .limit(slice);
-    const deleted = await db.delete(batchEvents).where(inArray(batchEvents.id, victims)).returning({ id: batchEvents.id });
-    total += deleted.length;
-    if (deleted.length < slice) return total;
+    const { rowCount } = await execute(db, statement(slice));
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < slice) return total;
   }
 }

@@ -10,8 +10,11 @@ export interface InstituteFailure {
   error: unknown;
   /** CLASSROOM_INSTITUTE_ID: always reconciled, so abandoning its batches would not help. */
   isDefault: boolean;
-  /** Its batches the pass could not look at (abandoned ones excluded), and the first few ids. */
-  batches: { count: number; batchIds: readonly string[] };
+  /**
+   * Its batches the pass could not look at (abandoned ones excluded), and the first few ids; `more`:
+   * it has more than `count` (src/mapping/batches-of-institute.ts counts only so far).
+   */
+  batches: { count: number; more?: boolean; batchIds: readonly string[] };
 }
 
 /** 403 or 404 on the listing: the remote does not know the institute, or does not let us see it. */
@@ -24,7 +27,16 @@ export function describeInstituteFailure(f: InstituteFailure): UnreadInstitute {
   const httpStatus = isClassroomError(f.error) ? f.error.httpStatus : undefined;
   const refused = isRefusal(f.error);
   const { count, batchIds } = f.batches;
-  const summary = { instituteId: f.instituteId, mappings: count, remoteClasses: 0, itemsWithoutId: 0, refused, batchIds: [...batchIds] };
+  const more = f.batches.more === true;
+  const summary = {
+    instituteId: f.instituteId,
+    mappings: count,
+    ...(more ? { mappingsAtLeast: true as const } : {}),
+    remoteClasses: 0,
+    itemsWithoutId: 0,
+    refused,
+    batchIds: [...batchIds],
+  };
   const what =
     f.error instanceof AccountUnavailableError
       ? `not read: ${message}`
@@ -36,8 +48,8 @@ export function describeInstituteFailure(f: InstituteFailure): UnreadInstitute {
     error += '; it is CLASSROOM_INSTITUTE_ID: check that setting and the credentials with `classroom-sync check`';
   } else if (count > 0) {
     const shown = batchIds.join(' ');
-    const more = count > batchIds.length ? ` (the first ${batchIds.length}; GET /v1/batches?instituteId=${f.instituteId} lists all)` : '';
-    error += `; ${count} batch(es) of it were not reconciled: ${shown}${more}`;
+    const rest = more || count > batchIds.length ? ` (the first ${batchIds.length}; GET /v1/batches?instituteId=${f.instituteId} lists all)` : '';
+    error += `; ${more ? `more than ${count.toLocaleString('en')}` : count} batch(es) of it were not reconciled: ${shown}${rest}`;
     if (refused) error += `. If the remote will never accept this institute, give them up: classroom-sync abandon --institute ${f.instituteId} ${shown}`;
   }
   return { ...summary, ...(httpStatus === undefined ? {} : { httpStatus }), error };

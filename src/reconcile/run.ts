@@ -102,7 +102,7 @@ async function reconcileInstitute(deps: ReconcileDeps, options: ReconcileOptions
     const batches = await batchesOf(deps.db, instituteId, limit).catch((readError: unknown) => {
       // The report still names the institute and why; only the list of its batches is missing.
       builder.error(`could not list the batches of institute ${instituteId}: ${messageOf(readError)}`);
-      return { count: 0, batchIds: [] };
+      return { count: 0, more: false, batchIds: [] };
     });
     builder.instituteFailed(describeInstituteFailure({ instituteId, error, isDefault: instituteId === options.defaultInstituteId, batches }));
   }

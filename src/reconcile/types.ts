@@ -143,6 +143,8 @@ export interface UnreadInstitute extends InstituteCounts {
   httpStatus?: number;
   /** The first of its batches the pass could not look at (abandoned ones excluded). */
   batchIds: string[];
+  /** True when it has more batches than `mappings`: they were counted up to that many only. */
+  mappingsAtLeast?: true;
 }
 
 export interface ReconcileReport {

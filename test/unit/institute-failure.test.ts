@@ -37,4 +37,11 @@ describe('describeInstituteFailure', () => {
     const { error } = describeInstituteFailure({ instituteId: 'X', error: refused, isDefault: false, batches: { count: 120, batchIds: ['B-1', 'B-2'] } });
     expect(error).toContain('120 batch(es) of it were not reconciled: B-1 B-2 (the first 2; GET /v1/batches?instituteId=X lists all)');
   });
+
+  it('more batches than were counted: says "more than", and the summary that its count is a floor', () => {
+    const batches = { count: 1_000, more: true, batchIds: ['B-1', 'B-2'] };
+    const summary = describeInstituteFailure({ instituteId: 'X', error: refused, isDefault: false, batches });
+    expect(summary).toMatchObject({ mappings: 1_000, mappingsAtLeast: true });
+    expect(summary.error).toContain('more than 1,000 batch(es) of it were not reconciled: B-1 B-2 (the first 2; GET /v1/batches?instituteId=X lists all)');
+  });
 });

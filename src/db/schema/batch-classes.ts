@@ -160,6 +160,11 @@ export const batchClasses = pgTable(
         .where(sql`${t.state} = 'pending' and ${t.lane} = ${sql.raw(`'${lane}'`)}`),
     ),
     index('batch_classes_under_way_since_idx').on(t.laneSince).where(sql`${t.state} in ('creating', 'created', 'link_enabled')`),
+    // A page of batches in a state, or of an institute in a state, in id order (src/mapping/list-batches.ts):
+    // a rare state among a million synced rows reads its own rows only. The second also serves the
+    // reconciliation's reads of an institute (batches-of-institute.ts).
+    index('batch_classes_state_id_idx').on(t.state, t.id),
+    index('batch_classes_institute_state_id_idx').on(t.instituteId, t.state, t.id),
   ],
 );
 

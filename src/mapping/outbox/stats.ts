@@ -1,4 +1,5 @@
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
+import { pruneInSlices } from '../prune-events.ts';
 import { type Db, execute, interval } from '../sql.ts';
 
 export interface OutboxStats {
@@ -24,14 +25,15 @@ export async function outboxStats(db: Db): Promise<OutboxStats> {
 
 /** Deletes settled messages (delivered, given up, skipped) older than the retention, in slices. */
 export async function pruneMessages(db: Db, retentionMs: number, slice = 5_000): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const { rowCount } = await execute(
-      db,
-      sql`delete from webhook_messages where id in (
-            select id from webhook_messages where status <> 'pending' and occurred_at < now() - ${interval(retentionMs)} limit ${slice})`,
-    );
-    total += rowCount ?? 0;
-    if ((rowCount ?? 0) < slice) return total;
-  }
+  return pruneInSlices(db, (limit) => pruneMessagesStatement(retentionMs, limit), slice);
+}
+
+/**
+ * One slice: the oldest `limit` settled messages past the retention, read from
+ * webhook_messages_settled_idx (without it, every pass read every message, pending ones included),
+ * then deleted by their ids.
+ */
+export function pruneMessagesStatement(retentionMs: number, limit: number): SQL {
+  return sql`delete from webhook_messages where id = any(array(
+    select id from webhook_messages where status <> 'pending' and occurred_at < now() - ${interval(retentionMs)} order by occurred_at limit ${limit}))`;
 }
