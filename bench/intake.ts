@@ -28,16 +28,13 @@ import { loadConfig } from '../src/config/config.ts';
 import { createHttpServer } from '../src/http/server.ts';
 import { createLogger } from '../src/logging/logger.ts';
 import { createMetrics } from '../src/metrics/metrics.ts';
-import { createRedis } from '../src/redis/connection.ts';
 import { createRuntime, publishDepsOf } from '../src/runtime/runtime.ts';
-import { createSyncQueue, syncJob } from '../src/sync/queue.ts';
 import { publishBatches } from '../src/intake/publish.ts';
+import { CLI, addBulkRate, runCli } from './support/enqueue.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round } from './support/report.ts';
 import { argValue, benchEvents, createScratch, numberSetting, scratchPool } from './support/scratch.ts';
 
 const PER_POST = 500;
-/** The command as installed (`npm run bench:intake` builds it first). */
-const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const STARTUP_RUNS = 15;
 const TOKEN = 'bench-intake-token-0123456789abcdef';
 
@@ -92,23 +89,6 @@ interface Round {
   startupMs: number;
 }
 
-/** Jobs per second through Queue.addBulk, PER_POST per call, one call at a time. */
-async function addBulkRate(env: Record<string, string>, prefix: string, idPrefix: string, n: number): Promise<number> {
-  const config = loadConfig(env);
-  const redis = createRedis(config.redisUrl, 'worker');
-  const queue = createSyncQueue({ connection: redis, prefix, attempts: config.sync.attempts });
-  try {
-    await queue.waitUntilReady();
-    const jobs = benchEvents(idPrefix, n).map((e) => syncJob({ instituteId: config.classroom.instituteId, batchId: e.batchId }));
-    const started = performance.now();
-    for (let i = 0; i < n; i += PER_POST) await queue.addBulk(jobs.slice(i, i + PER_POST));
-    return n / ((performance.now() - started) / 1000);
-  } finally {
-    await queue.close();
-    await redis.quit();
-  }
-}
-
 /** Events per second through `publishBatches` in this process, PER_POST per call: intake without HTTP or CLI. */
 async function libraryRate(env: Record<string, string>, idPrefix: string, n: number): Promise<number> {
   const config = loadConfig(env);
@@ -150,16 +130,7 @@ async function postRate(url: string, idPrefix: string, n: number, inFlight: numb
 }
 
 /** Wall time of `classroom-sync enqueue FILE`, start to exit. */
-async function runEnqueue(env: Record<string, string>, file: string): Promise<number> {
-  const started = performance.now();
-  const child = spawn(process.execPath, [CLI, 'enqueue', file], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (output += c));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  if (code !== 0) throw new Error(`classroom-sync enqueue exited with ${code}: ${output.slice(-1_000)}`);
-  return performance.now() - started;
-}
+const runEnqueue = (env: Record<string, string>, file: string) => runCli(env, ['enqueue', file]);
 
 /** Wall time of one process, spawn to exit. */
 async function timeProcess(args: string[]): Promise<number> {

@@ -1,13 +1,14 @@
 // The reads an operator, an API client or a timer makes read about what they return, whatever the
 // table holds (#38): a page of batches of a rare state among many synced ones, or of an institute,
-// the count of a reconciliation's unread institute, the institutes a batch id is known under, and
-// each pruning slice. Each is checked for its rows (against a plain query) and, on an analyzed
-// table, for its plan.
+// the count of a reconciliation's unread institute, the institutes a batch id is known under or a
+// pass reads, and each pruning slice. Each is checked for its rows (against a plain query) and, on
+// an analyzed table, for its plan.
 import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { batchesOfInstitute, batchesOfInstituteStatement } from '../../src/mapping/batches-of-institute.ts';
 import { institutesOf, institutesOfStatement } from '../../src/mapping/institutes-of.ts';
+import { institutesWithBatches, institutesWithBatchesStatement } from '../../src/mapping/institutes-with-batches.ts';
 import { type BatchFilter, listBatches, listBatchesStatement } from '../../src/mapping/list-batches.ts';
 import { pruneMessages, pruneMessagesStatement } from '../../src/mapping/outbox/stats.ts';
 import { pruneEvents, pruneEventsStatement } from '../../src/mapping/prune-events.ts';
@@ -152,6 +153,22 @@ describe('a batch id not known where it was asked for: institutesOf', () => {
     expect(rowsRead(reads)).toBeLessThanOrEqual(3 * 12);
     const keyReads = reads.filter((node) => node['Index Name'] === 'batch_classes_institute_batch_key');
     expect(keyReads.map((node) => node['Index Cond'])).toEqual([expect.stringMatching(/^\(\(institute_id = /)]);
+  });
+});
+
+describe('the institutes a reconciliation pass reads: institutesWithBatches', () => {
+  it('every institute with a batch not abandoned, or abandoned in doubt, from one probe an institute', async () => {
+    await rows('gone', 'abandoned', 'gone', 300);
+    await rows('doubt', 'abandoned', 'doubt', 300);
+    // One of doubt's abandoned batches had its add-class sent, and no class is known: it may have one.
+    await query(`update batch_classes set create_sent_at = now() where batch_id = 'doubt-300'`);
+    await query('analyze batch_classes');
+    const expected = ['big', 'doubt', 'small', ...Array.from({ length: 10 }, (_, i) => `other-${i}`)].sort();
+    expect((await institutesWithBatches(h.runtime.database.db)).sort()).toEqual(expected);
+    const reads = await readsOf(institutesWithBatchesStatement(), 'batch_classes');
+    // 14 institutes, two probes each, and the abandoned rows of the two all abandoned: never the 25,000 rows of the table.
+    expect(rowsRead(reads)).toBeLessThanOrEqual(3 * 14 + 2 * 300);
+    await query(`delete from batch_classes where institute_id in ('gone', 'doubt')`);
   });
 });
 

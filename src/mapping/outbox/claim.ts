@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { type Db, execute, interval } from '../sql.ts';
 import { dueAndFree, oldestPendingOfBatch } from './due.ts';
 import type { ClaimedMessage } from './types.ts';
@@ -22,10 +22,14 @@ interface RawClaim {
  * the same message.
  */
 export async function claimDueMessages(db: Db, limit: number, holdMs: number, institutes?: readonly string[]): Promise<ClaimedMessage[]> {
+  const { rows } = await execute<RawClaim>(db, claimDueStatement(limit, holdMs, institutes));
+  return rows.map((r) => ({ ...r, id: Number(r.id), occurredAt: new Date(r.occurredAt) }));
+}
+
+/** The claim's statement: due messages from webhook_messages_due_idx in order, each its batch's oldest pending one. */
+export function claimDueStatement(limit: number, holdMs: number, institutes?: readonly string[]): SQL {
   const only = institutes === undefined ? sql`` : sql`and m.institute_id = any(${sql.param([...institutes])}::text[])`;
-  const { rows } = await execute<RawClaim>(
-    db,
-    sql`with due as (
+  return sql`with due as (
           select m.id from webhook_messages m
            where m.status = 'pending' and ${dueAndFree('m')} ${only}
              and m.id = ${oldestPendingOfBatch('m')}
@@ -36,9 +40,7 @@ export async function claimDueMessages(db: Db, limit: number, holdMs: number, in
            set locked_until = now() + ${interval(holdMs)}, attempts = w.attempts + 1, last_attempt_at = now()
           from due where w.id = due.id
         returning w.id, w.message_id as "messageId", w.institute_id as "instituteId", w.batch_id as "batchId", w.type,
-                  w.occurred_at as "occurredAt", w.data, w.attempts as attempt`,
-  );
-  return rows.map((r) => ({ ...r, id: Number(r.id), occurredAt: new Date(r.occurredAt) }));
+                  w.occurred_at as "occurredAt", w.data, w.attempts as attempt`;
 }
 
 /**
