@@ -47,9 +47,12 @@ export function recordReceivedStatement(batches: readonly ReceivedBatch[], lane:
              with ordinality as v(institute_id, batch_id, class_name, event, version, ord)
     ), fresh as (
       -- The first of each new batch: one already recorded keeps its place, and takes none.
-      select distinct on (institute_id, batch_id) g.* from given g
-       where not exists (select 1 from batch_classes b where b.institute_id = g.institute_id and b.batch_id = g.batch_id)
-       order by institute_id, batch_id, ord
+      -- A probe of the key per batch (a lateral subquery with a limit is never turned into a join):
+      -- as not exists, on a table not yet analyzed the planner hashed the whole table for each chunk.
+      select distinct on (g.institute_id, g.batch_id) g.* from given g
+        left join lateral (select true as found from batch_classes b where b.institute_id = g.institute_id and b.batch_id = g.batch_id limit 1) known on true
+       where known.found is null
+       order by g.institute_id, g.batch_id, g.ord
     ), ends as materialized (
       -- The lane as a value known only when the statement runs: the planner cannot then take a
       -- partial index of the lane's own (batch_classes_<lane>_wait_idx, batch_classes_backfill_idx)

@@ -143,6 +143,8 @@ describe('the cost of a chunk', () => {
       const reads = scansOf(rows[0]['QUERY PLAN'][0].Plan).filter(
         (node) => node['Relation Name'] === 'batch_classes' && node['Parent Relationship'] !== 'Member',
       );
+      // No read of the whole table: not for the duplicates (a hash of every row, before the fix), not for the lines.
+      expect(reads.filter((node) => node['Node Type'] === 'Seq Scan')).toEqual([]);
       const lineEnds = reads.filter((node) => node['Index Name'] === 'batch_classes_waiting_line_idx');
       // The first and the last of each of the 8 institutes' lines: one index probe each, not one per batch.
       expect(lineEnds.map((node) => node['Actual Loops'])).toEqual([8, 8]);
