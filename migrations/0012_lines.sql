@@ -4,10 +4,8 @@
 -- `migrate` afterwards, a few thousand rows per statement (src/db/backfills.ts), not here.
 ALTER TABLE "batch_classes" ADD COLUMN "line" bigint;--> statement-breakpoint
 ALTER TABLE "batch_classes" ADD COLUMN "place" integer;--> statement-breakpoint
-CREATE INDEX "batch_classes_waiting_line_idx" ON "batch_classes" USING btree ("institute_id","lane","line") WHERE "batch_classes"."state" = 'pending';--> statement-breakpoint
-CREATE INDEX "batch_classes_ahead_idx" ON "batch_classes" USING btree ("id") WHERE "batch_classes"."state" in ('creating', 'created', 'link_enabled') or ("batch_classes"."state" = 'pending' and "batch_classes"."lane" <> 'backfill');--> statement-breakpoint
-CREATE INDEX "batch_classes_backfill_idx" ON "batch_classes" USING btree ("id") WHERE "batch_classes"."state" = 'pending' and "batch_classes"."lane" = 'backfill';--> statement-breakpoint
-CREATE INDEX "batch_classes_unlined_idx" ON "batch_classes" USING btree ("id") WHERE "batch_classes"."state" = 'pending' and "batch_classes"."line" is null;--> statement-breakpoint
+-- Its indexes (the lines' ends, the sweep's tiers, the unnumbered) are built concurrently after it,
+-- by `migrate`: migrations/late-indexes.sql.
 -- A line and a place mean something only while the batch waits: one that leaves pending lets go of them, so
 -- a batch that comes back later (a retry, an undo, a known unsent create) never drags its
 -- institute's first waiting line back to where it was long ago.

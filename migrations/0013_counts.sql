@@ -15,21 +15,8 @@ CREATE TABLE "webhook_message_counts" (
 	"n" bigint NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX "batch_classes_live_wait_idx" ON "batch_classes" USING btree ("lane_since") WHERE "batch_classes"."state" = 'pending' and "batch_classes"."lane" = 'live';--> statement-breakpoint
-CREATE INDEX "batch_classes_operator_wait_idx" ON "batch_classes" USING btree ("lane_since") WHERE "batch_classes"."state" = 'pending' and "batch_classes"."lane" = 'operator';--> statement-breakpoint
-CREATE INDEX "batch_classes_backfill_wait_idx" ON "batch_classes" USING btree ("lane_since") WHERE "batch_classes"."state" = 'pending' and "batch_classes"."lane" = 'backfill';--> statement-breakpoint
-CREATE INDEX "batch_classes_under_way_since_idx" ON "batch_classes" USING btree ("lane_since") WHERE "batch_classes"."state" in ('creating', 'created', 'link_enabled');--> statement-breakpoint
-CREATE INDEX "batch_classes_unapplied_idx" ON "batch_classes" USING btree ("id") WHERE "batch_classes"."applied_event" is null and ("batch_classes"."class_id" is not null or "batch_classes"."state" <> 'pending');--> statement-breakpoint
-CREATE INDEX "webhook_messages_pending_age_idx" ON "webhook_messages" USING btree ("occurred_at") WHERE "webhook_messages"."status" = 'pending';--> statement-breakpoint
--- Bounded reads: a page of batches in a state, or of an institute in a state, read in id order
--- from an index of its own (src/mapping/list-batches.ts, batches-of-institute.ts), and settled
--- webhook messages found by age without reading the pending ones (outbox/stats.ts, pruneMessages).
--- Each build holds writes to its table until `migrate` commits: measured on 2 cores with a million
--- batches, 0.4-0.7 s and 1.5 s for the two on batch_classes, 0.3 s for 500,000 settled messages
--- among a million (bench:scale reports it at its size).
-CREATE INDEX "batch_classes_state_id_idx" ON "batch_classes" USING btree ("state","id");--> statement-breakpoint
-CREATE INDEX "batch_classes_institute_state_id_idx" ON "batch_classes" USING btree ("institute_id","state","id");--> statement-breakpoint
-CREATE INDEX "webhook_messages_settled_idx" ON "webhook_messages" USING btree ("occurred_at") WHERE "webhook_messages"."status" <> 'pending';--> statement-breakpoint
+-- This migration's indexes (each lane's oldest wait, pages by state and institute, pruning by age)
+-- are built concurrently after it, by `migrate`: migrations/late-indexes.sql.
 -- Counts kept as rows change (src/db/schema/counts.ts): each change appends a signed delta in the
 -- same transaction; nothing updates a shared row, so writers never queue on a counter. A bulk
 -- insert or delete adds one delta per key from its transition table; an update adds two (out of the

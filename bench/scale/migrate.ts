@@ -54,6 +54,10 @@ export interface MigrateFigures {
   /** The line numbering after it: its statements (each its own transaction) and the longest. */
   numberingSteps: number;
   longestStepMs: number;
+  /** The indexes built concurrently after it (migrations/late-indexes.sql): how many, the longest, all together. */
+  indexBuilds: number;
+  longestBuildMs: number;
+  buildsMs: number;
   /** The applied_event backfill after it (classes made before 0008): statements seen, and the longest. */
   fillSteps: number;
   longestFillMs: number;
@@ -87,6 +91,7 @@ export async function migrateFromBefore(pool: pg.Pool, url: string): Promise<Mig
   const longest = statements.reduce((a, b) => (b.ms > a.ms ? b : a), { ms: 0, query: '' });
   const steps = statements.filter((s) => s.query.startsWith('with todo'));
   const fills = statements.filter((s) => s.query.startsWith('with next'));
+  const builds = statements.filter((s) => s.query.startsWith('CREATE INDEX CONCURRENTLY'));
   return {
     applied: undone.map((e) => e.tag),
     ms,
@@ -95,6 +100,12 @@ export async function migrateFromBefore(pool: pg.Pool, url: string): Promise<Mig
     longestStatement: longest.query.replace(/\s+/g, ' ').slice(0, 80),
     numberingSteps: steps.length,
     longestStepMs: round(Math.max(0, ...steps.map((s) => s.ms)), 1),
+    indexBuilds: builds.length,
+    longestBuildMs: round(Math.max(0, ...builds.map((s) => s.ms)), 1),
+    buildsMs: round(
+      builds.reduce((sum, s) => sum + s.ms, 0),
+      1,
+    ),
     fillSteps: fills.length,
     longestFillMs: round(Math.max(0, ...fills.map((s) => s.ms)), 1),
     writerLongestMs: round(Math.max(0, ...writes), 1),

@@ -119,6 +119,10 @@ function upkeepRows(r: Results): Row[] {
       value: `${round(m.ms / 1_000, 1)} s; its SQL migrations one transaction of ${round(m.transactionMs / 1_000, 1)} s, longest statement ${m.longestStatementMs} ms (${m.longestStatement})`,
     },
     {
+      figure: 'migrate building the indexes concurrently',
+      value: `${m.indexBuilds} indexes in ${round(m.buildsMs / 1_000, 1)} s, the longest ${m.longestBuildMs} ms (writers go on meanwhile)`,
+    },
+    {
       figure: 'migrate numbering every waiting line',
       value: `${m.numberingSteps} statements, the longest ${m.longestStepMs} ms`,
     },
@@ -148,8 +152,8 @@ function notes(r: Results): string[] {
     `enqueue ÷ addBulk: \`node dist/cli/main.js enqueue --backfill FILE\` of ${n(r.enqueueEvents)} new events of the backlog's institutes, spawn to exit, and Queue.addBulk of as many jobs (500 per call) on a queue of its own, in turn, twice; medians.`,
     'Sweep pass: an ordinary pass (one page of 1,000 per tier, every job live). Rebuild: one pass after deleting every Redis key under the queue prefix (a Redis that restarted empty).',
     'Reads, each the median of 5 (status --json of 3): countByState, laneStats, and the first page of 100 pending batches (listBatches); `status` as printCounts reads (counts by state and lane stats together, one account) and as the whole `node dist/cli/main.js status --json`; a scrape as refreshScrapeGauges of both sources (PostgreSQL and Redis) then the text rendered; list pages of 100 of a state none has (failed), of an institute, of an institute in a state; readTimeline of a batch of the first intake call; batchesOfInstitute (50 ids, counted up to 1,000); an outbox claim of 50 (then released); a pruning pass at the default retention (30 days: nothing past it, what every pass costs).',
-    `Outbox on the full database: the synced batches' messages (the outbox trigger writes one each), half delivered 20 days ago, half pending: ${n(r.outbox.pending)} pending of which ${n(r.outbox.due)} due, the rest waiting for a retry an hour away.`,
-    `Migrate: the full database taken back to before ${r.migrate.applied[0]} (the objects of ${r.migrate.applied.join(', ')} dropped, their rows in drizzle.__drizzle_migrations deleted, applied_event emptied on every synced batch as before 0008's backfill, the table vacuumed), then runMigrations; pg_stat_activity sampled every 20 ms, while another connection updates one synced row every 10 ms. drizzle applies the SQL migrations in one transaction: its locks (ADD COLUMN, each CREATE INDEX) hold writes until it commits; the numbering after it is a statement of 2,000 rows at a time.`,
+    `Outbox on the full database: the synced batches' messages (the outbox trigger writes one each), half delivered 20 days ago, half pending: ${n(r.outbox.pending)} pending of which ${n(r.outbox.due)} due, the rest waiting for a retry an hour away. Then the counts' deltas are folded once, as every worker does each SYNC_SWEEP_EVERY (the fill's bulk updates left one or two delta rows a row; unfolded, the scrape read 500,000 of them).`,
+    `Migrate: the full database taken back to before ${r.migrate.applied[0]} (the objects of ${r.migrate.applied.join(', ')} dropped, their rows in drizzle.__drizzle_migrations deleted, applied_event emptied on every synced batch as before 0008's backfill, the table vacuumed), then runMigrations; pg_stat_activity sampled every 20 ms, while another connection updates one synced row every 10 ms. drizzle applies the SQL migrations in one transaction: its locks (ADD COLUMN, the triggers, the counts' first fill) hold writes until it commits; then the indexes are built CONCURRENTLY (migrations/late-indexes.sql), and the backfills run a statement of 2,000 rows at a time.`,
     `Sizes: pg_total_relation_size (heap, indexes, TOAST), as the SQL made the rows (analyzed, never updated) and after the run (the outbox's update of every message, the rebuild, intake; dead rows vacuumed but their space kept, as on a live table). Per index, after the run: ${sizesOfIndexes(r.sizes.after)}.`,
     ...Object.entries(r.plans).map(([name, plan]) => `Plan, ${name}:\n\n\`\`\`\n${plan}\n\`\`\``),
   ];

@@ -13,14 +13,14 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export function createDatabase(url: string, options: { max?: number; applicationName?: string } = {}): Database {
+export function createDatabase(url: string, options: { max?: number; applicationName?: string; queryTimeoutMs?: number } = {}): Database {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'classroom-sync',
     // A dead connection must surface as an error on the next query, not hang a job until its lease ends.
     connectionTimeoutMillis: 10_000,
-    query_timeout: 30_000,
+    ...(options.queryTimeoutMs === 0 ? {} : { query_timeout: options.queryTimeoutMs ?? 30_000 }),
   });
   // A connection the server drops (restart, pg_terminate_backend) emits 'error'. The pool listens
   // on idle clients only; a checked-out client between two statements of a transaction has no

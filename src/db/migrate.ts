@@ -5,6 +5,7 @@ import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { runBackfills } from './backfills.ts';
 import pg from 'pg';
 import { createDatabase } from './client.ts';
+import { buildLateIndexes } from './late-indexes.ts';
 import { isConnectionLoss } from './connection-loss.ts';
 import { redactUrl } from '../support/urls.ts';
 
@@ -84,7 +85,8 @@ export async function runMigrations(url: string, options: MigrateOptions = {}): 
 }
 
 async function migrateUnderLock(url: string): Promise<void> {
-  const database = createDatabase(url, { max: 2, applicationName: 'classroom-sync-migrate' });
+  // No query timeout: an index build on a large table legitimately takes minutes.
+  const database = createDatabase(url, { max: 2, applicationName: 'classroom-sync-migrate', queryTimeoutMs: 0 });
   let lost: unknown;
   try {
     const client = await database.pool.connect();
@@ -95,6 +97,7 @@ async function migrateUnderLock(url: string): Promise<void> {
       // Several processes starting at once: one migrates, the others wait here and find nothing to do.
       await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
       await migrate(database.db, { migrationsFolder: MIGRATIONS_FOLDER });
+      await buildLateIndexes(database.pool, MIGRATIONS_FOLDER);
       await runBackfills(database.db);
       await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     } catch (error) {

@@ -3,12 +3,15 @@
 // workers restarted while it cut every connection. And what a migration leaves to `migrate`'s
 // backfills (src/db/backfills.ts) is done by them, a few rows a statement, resumed after a stop.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BACKFILLS, runBackfills } from '../../src/db/backfills.ts';
 import { createDatabase } from '../../src/db/client.ts';
+import { lateIndexes } from '../../src/db/late-indexes.ts';
 import { DatabaseUnreachableError, MIGRATIONS_FOLDER, runMigrations } from '../../src/db/migrate.ts';
 import { PG_SERVER, dropDatabase, waitFor } from '../helpers/harness.ts';
 
@@ -162,5 +165,88 @@ describe('backfills', () => {
     expect(await messages(), 'webhook messages written by the backfill').toBe(messagesBefore);
     // Nothing left: a later migrate changes nothing.
     expect((await runBackfills(db, BACKFILLS, 2))[APPLIED]).toBe(0);
+  });
+});
+
+describe('indexes built after the migrations', () => {
+  /** Every index the schema declares (drizzle-kit's last snapshot), by table. */
+  function declaredIndexes(): string[] {
+    const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: { idx: number }[] };
+    const last = String(journal.entries.at(-1)!.idx).padStart(4, '0');
+    const snapshot = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', `${last}_snapshot.json`), 'utf8')) as {
+      tables: Record<string, { indexes: Record<string, unknown> }>;
+    };
+    return Object.values(snapshot.tables).flatMap((t) => Object.keys(t.indexes));
+  }
+
+  async function migratedDatabase(): Promise<{ url: string; client: pg.Client }> {
+    const name = `classroom_sync_test_${randomBytes(4).toString('hex')}`;
+    const url = `${PG_SERVER}/${name}`;
+    cleanups.push(() => dropDatabase(name));
+    await runMigrations(url);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    cleanups.push(() => client.end());
+    return { url, client };
+  }
+
+  const indexes = async (client: pg.Client) =>
+    (
+      await client.query<{ name: string; valid: boolean }>(
+        `select c.relname as name, i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid
+          where c.relnamespace = 'public'::regnamespace and not i.indisprimary`,
+      )
+    ).rows;
+
+  it('leave every index the schema declares in place and valid, and no other', async () => {
+    const { client } = await migratedDatabase();
+    const found = await indexes(client);
+    expect(found.filter((i) => !i.valid)).toEqual([]);
+    const declared = declaredIndexes();
+    // Unique keys made by a constraint are declared as constraints, not indexes: only declared ones here.
+    expect(
+      found
+        .map((i) => i.name)
+        .filter((n) => !n.endsWith('_pkey'))
+        .sort(),
+    ).toEqual([...declared].sort());
+    // Each late one is in the schema (what the queries and drizzle-kit know).
+    for (const late of lateIndexes(MIGRATIONS_FOLDER)) expect(declared).toContain(late.name);
+  });
+
+  it('are built again by the next migrate when a stopped build left one invalid or missing', async () => {
+    const { url, client } = await migratedDatabase();
+    // A build stopped half-way leaves its index in the catalog, invalid (what a crash or a cancel of CONCURRENTLY leaves).
+    await client.query(`update pg_index set indisvalid = false where indexrelid = 'batch_classes_state_id_idx'::regclass`);
+    await client.query('drop index batch_classes_backfill_wait_idx');
+    await runMigrations(url);
+    const after = await indexes(client);
+    expect(after.find((i) => i.name === 'batch_classes_state_id_idx')).toEqual({ name: 'batch_classes_state_id_idx', valid: true });
+    expect(after.find((i) => i.name === 'batch_classes_backfill_wait_idx')).toEqual({ name: 'batch_classes_backfill_wait_idx', valid: true });
+  });
+
+  it('let writers write while an index is built', async () => {
+    const { url, client } = await migratedDatabase();
+    await client.query(`
+      insert into batch_classes (institute_id, batch_id, class_name, event, state)
+      select 'inst-' || (g % 5), 'w-' || g, 'Class ' || g, '{}'::jsonb, 'synced' from generate_series(1, 1000) g`);
+    await client.query('drop index batch_classes_institute_state_id_idx');
+    // A transaction that holds a write on batch_classes open: a build inside a migration would wait for
+    // it and then block every later writer; a concurrent build waits for it without blocking them.
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    cleanups.push(() => holder.end());
+    await holder.query('begin');
+    await holder.query(`update batch_classes set updated_at = now() where batch_id = 'w-1'`);
+    const migrating = runMigrations(url);
+    await waitFor(async () => {
+      const { rows } = await client.query(`select 1 from pg_stat_activity where query like 'CREATE INDEX CONCURRENTLY%' and state = 'active'`);
+      return rows.length > 0;
+    }, 'the build to start');
+    // Another writer is not held up by the build (a plain CREATE INDEX would make it wait for the holder).
+    await client.query(`update batch_classes set updated_at = now() where batch_id = 'w-2'`);
+    await holder.query('commit');
+    await migrating;
+    expect((await indexes(client)).find((i) => i.name === 'batch_classes_institute_state_id_idx')?.valid).toBe(true);
   });
 });
