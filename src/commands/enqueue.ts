@@ -14,7 +14,7 @@ export interface EnqueueReport {
   rejected: { line: number; problems: FieldProblem[] }[];
 }
 
-const BATCH = 500;
+const BATCH = 5_000;
 
 export async function enqueueNdjson(
   deps: PublishDeps,

@@ -29,7 +29,7 @@ export interface ImportReport {
 const REQUIRED_COLUMNS = ['batchId', 'name', 'subject'] as const;
 /** Existing batches are history: they sync when nothing live waits (the backfill lane). */
 const BACKFILL = { lane: 'backfill' } as const;
-const CHUNK = 500;
+const CHUNK = 5_000;
 
 export function formatOf(file: string, explicit?: string): ImportFormat {
   const format = explicit ?? { '.csv': 'csv', '.ndjson': 'ndjson', '.jsonl': 'ndjson' }[extname(file).toLowerCase()];

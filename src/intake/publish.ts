@@ -2,12 +2,12 @@
 // put on the queue; if the queue write fails the batch is still safe (the sweep enqueues it).
 import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
-import { withTimeout } from '../support/timeout.ts';
-import { type BatchLane, type BatchState, type Db, TERMINAL_STATES } from '../mapping/index.ts';
+import type { BatchLane, BatchState, Db } from '../mapping/index.ts';
 import { queueLaneOf } from '../sync/lanes.ts';
 import { renderClassName } from '../sync/names.ts';
-import { type Placement, type SyncQueue, queueFor, syncJob } from '../sync/queue.ts';
+import type { Placement, SyncQueue } from '../sync/queue.ts';
 import { applyBatchChange, keyOf, unknownTargets } from './apply.ts';
+import { enqueueJobs } from './enqueue-jobs.ts';
 import {
   type BatchCreated,
   type BatchCancelledInput,
@@ -139,7 +139,19 @@ export async function publishParsed(deps: PublishDeps, events: readonly BatchEve
   const lane = options.lane ?? 'live';
   let created: BatchCreated[] = [];
   const flush = async () => {
-    for (let start = 0; start < created.length; start += CHUNK) accepted.push(...(await recordChunk(deps, created.slice(start, start + CHUNK), lane)));
+    // A chunk is recorded while the one before it is queued: PostgreSQL and Redis work side by side.
+    // Each chunk is queued after the one before it, and answered in order.
+    let queuing: Promise<AcceptedBatch[]> | undefined;
+    for (let start = 0; start < created.length; start += CHUNK) {
+      const recorded = await recordChunk(deps, created.slice(start, start + CHUNK), lane).catch(async (error: unknown) => {
+        await queuing?.catch(() => undefined); // the chunk before ends before this call does, one error reported
+        throw error;
+      });
+      if (queuing) accepted.push(...(await queuing));
+      queuing = queueChunk(deps, recorded);
+      queuing.catch(() => undefined); // awaited below; until then its failure must not count as unhandled
+    }
+    if (queuing) accepted.push(...(await queuing));
     created = [];
   };
   for (const event of events) {
@@ -160,7 +172,9 @@ async function publishChange(deps: PublishDeps, event: BatchEvent): Promise<Acce
   return { batchId: row.batchId, instituteId: row.instituteId, type, outcome, state: row.state, duplicate: type === 'batch.created', queued };
 }
 
-async function recordChunk(deps: PublishDeps, events: BatchCreated[], lane: BatchLane): Promise<AcceptedBatch[]> {
+type Recorded = { events: BatchCreated[]; results: (AcceptedBatch & { placement: Placement })[] };
+
+async function recordChunk(deps: PublishDeps, events: BatchCreated[], lane: BatchLane): Promise<Recorded> {
   // The row and the first line of its audit trail are written together, by one statement, which
   // also gives each new batch its place in its institute's line in the lane.
   const inserted = await mapping.recordReceived(
@@ -195,40 +209,18 @@ async function recordChunk(deps: PublishDeps, events: BatchCreated[], lane: Batc
       placement,
     };
   });
-  await enqueue(deps, results);
+  return { events, results };
+}
+
+/** Queues a recorded chunk's jobs, then applies the newer values a versioned batch.created brought for a batch recorded before. */
+async function queueChunk(deps: PublishDeps, { events, results }: Recorded): Promise<AcceptedBatch[]> {
+  await enqueueJobs(deps, results);
   const accepted: AcceptedBatch[] = results.map(({ placement: _placement, ...rest }) => rest);
   // A batch.created with a version, for a batch recorded before it, may carry newer values.
   for (const [i, e] of events.entries()) {
     if (e.version !== undefined && accepted[i]?.duplicate) accepted[i] = await publishChange(deps, e);
   }
   return accepted;
-}
-
-/**
- * Re-posting a batch that is not finished re-enqueues it: harmless (one job id per batch), and it
- * heals a batch whose first enqueue failed. BullMQ waits for Redis to come back rather than failing;
- * an HTTP caller should not. A late success is harmless, and the sweep covers a late failure.
- */
-async function enqueue(deps: PublishDeps, results: (AcceptedBatch & { placement: Placement })[]): Promise<void> {
-  const queuedKeys = new Set<string>();
-  const toQueue = results.filter((r) => {
-    const k = keyOf(r);
-    if (TERMINAL_STATES.includes(r.state) || queuedKeys.has(k)) return false;
-    queuedKeys.add(k);
-    return true;
-  });
-  const byQueue = new Map<ReturnType<typeof queueFor>, ReturnType<typeof syncJob>[]>();
-  for (const r of toQueue) {
-    const target = queueFor(deps.queue, r.placement.lane);
-    byQueue.set(target, [...(byQueue.get(target) ?? []), syncJob(r, r.placement)]);
-  }
-  try {
-    const added = Promise.all([...byQueue].map(([queue, jobs]) => queue.addBulk(jobs)));
-    await withTimeout(added, deps.enqueueTimeoutMs ?? 2_000, 'Redis');
-    for (const r of results) r.queued = queuedKeys.has(keyOf(r));
-  } catch (error) {
-    deps.logger.warn({ err: error, batches: toQueue.length }, 'batches recorded but not queued (Redis unavailable); the sweep will enqueue them');
-  }
 }
 
 async function currentStates(db: Db, events: BatchCreated[]): Promise<Map<string, { state: BatchState; lane: BatchLane }>> {
