@@ -110,8 +110,3 @@ CREATE TRIGGER "webhook_messages_counts_moved" AFTER UPDATE ON "webhook_messages
 CREATE TRIGGER "webhook_messages_counts_truncated" AFTER TRUNCATE ON "webhook_messages"
   FOR EACH STATEMENT EXECUTE FUNCTION "webhook_message_counts_truncated"();--> statement-breakpoint
 INSERT INTO webhook_message_counts (status, n) SELECT status, count(*) FROM webhook_messages GROUP BY 1;
---> statement-breakpoint
--- Every fold deletes and rewrites these tables whole: autovacuum would cut their emptied end pages
--- every time, with an exclusive lock that makes the writers' triggers wait for it.
-ALTER TABLE "batch_counts" SET (vacuum_truncate = false);--> statement-breakpoint
-ALTER TABLE "webhook_message_counts" SET (vacuum_truncate = false);

@@ -26,6 +26,9 @@ export interface ReadFigures {
   statusCliMs: number;
   /** A scrape: every scrape-time gauge refreshed (PostgreSQL and Redis), then the text format rendered. */
   scrapeMs: number;
+  /** The scrape's two sources, each alone. */
+  scrapePostgresMs: number;
+  scrapeRedisMs: number;
   listFailedPageMs: number;
   listInstitutePageMs: number;
   listInstituteStatePageMs: number;
@@ -58,6 +61,8 @@ export async function measureReads(runtime: Runtime, env: Record<string, string>
       await metrics.refresh(sources);
       await metrics.registry.metrics();
     }),
+    scrapePostgresMs: await medianMs(() => metrics.refresh(sources, ['postgres'])),
+    scrapeRedisMs: await medianMs(() => metrics.refresh(sources, ['redis'])),
     listFailedPageMs: await medianMs(() => mapping.listBatches(db, { state: 'failed' }, { limit: 100 })),
     listInstitutePageMs: await medianMs(() => mapping.listBatches(db, { instituteId: SUBJECT.instituteId }, { limit: 100 })),
     listInstituteStatePageMs: await medianMs(() => mapping.listBatches(db, { instituteId: SUBJECT.instituteId, state: 'synced' }, { limit: 100 })),
