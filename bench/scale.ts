@@ -97,7 +97,7 @@ async function main(): Promise<void> {
       let rows = 0;
       for (let pass = 0; pass < 2; pass += 1) {
         rows += await mapping.compactCounts(runtime.database.db);
-        await pool.query('vacuum batch_counts, webhook_message_counts');
+        await pool.query('vacuum analyze batch_counts, webhook_message_counts');
       }
       return rows;
     });

@@ -15,6 +15,9 @@ CREATE TABLE "webhook_message_counts" (
 	"n" bigint NOT NULL
 );
 --> statement-breakpoint
+-- Reads sum the deltas from these (index-only): the heap keeps the pages a burst of deltas took.
+CREATE INDEX "batch_counts_key_idx" ON "batch_counts" USING btree ("state","lane","institute_id","n");--> statement-breakpoint
+CREATE INDEX "webhook_message_counts_key_idx" ON "webhook_message_counts" USING btree ("status","n");--> statement-breakpoint
 -- This migration's indexes (each lane's oldest wait, pages by state and institute, pruning by age)
 -- are built concurrently after it, by `migrate`: migrations/late-indexes.sql.
 -- Counts kept as rows change (src/db/schema/counts.ts): each change appends a signed delta in the

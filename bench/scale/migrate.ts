@@ -91,7 +91,12 @@ export async function migrateFromBefore(pool: pg.Pool, url: string): Promise<Mig
   const longest = statements.reduce((a, b) => (b.ms > a.ms ? b : a), { ms: 0, query: '' });
   const steps = statements.filter((s) => s.query.startsWith('with todo'));
   const fills = statements.filter((s) => s.query.startsWith('with next'));
-  const builds = statements.filter((s) => s.query.startsWith('CREATE INDEX CONCURRENTLY'));
+  // A build's parallel workers show the same statement under pids of their own: one entry a statement.
+  const builds = [
+    ...statements
+      .filter((s) => s.query.startsWith('CREATE INDEX CONCURRENTLY'))
+      .reduce((longest, s) => longest.set(s.query, Math.max(longest.get(s.query) ?? 0, s.ms)), new Map<string, number>()),
+  ].map(([query, ms]) => ({ query, ms }));
   return {
     applied: undone.map((e) => e.tag),
     ms,

@@ -223,6 +223,21 @@ describe('kept counts', () => {
     expect(lanes.live.batches).toBeGreaterThan(0);
   });
 
+  it('are summed from their index after a burst of deltas, not from the pages the burst left behind', async () => {
+    const pool = h.runtime.database.pool;
+    await pool.query('truncate batch_classes cascade');
+    await pool.query(`
+      insert into batch_classes (institute_id, batch_id, class_name, event, state)
+      select 'inst-' || (g % 5), 'burst-' || g, 'Class ' || g, '{}'::jsonb, 'pending' from generate_series(1, 20000) g`);
+    // One bulk update: two deltas a row (a retry --failed of many batches does the same).
+    await pool.query(`update batch_classes set state = 'failed'`);
+    await mapping.compactCounts(h.runtime.database.db);
+    await pool.query('vacuum analyze batch_counts');
+    const plan = async (text: string) => (await pool.query<{ 'QUERY PLAN': string }>(`explain ${text}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(await plan('select state, sum(n) as n from batch_counts group by state')).toMatch(/Index Only Scan using batch_counts_key_idx/);
+    expect((await mapping.countByState(h.runtime.database.db)).failed).toBe(20_000);
+  });
+
   it('start from the rows already there when 0013 is applied to a database that has batches', async () => {
     const name = `classroom_sync_test_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
