@@ -95,7 +95,7 @@ async function migrateUnderLock(url: string): Promise<void> {
     });
     try {
       // Several processes starting at once: one migrates, the others wait here and find nothing to do.
-      await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      await waitForLock(client);
       await migrate(database.db, { migrationsFolder: MIGRATIONS_FOLDER });
       await buildLateIndexes(database.pool, MIGRATIONS_FOLDER);
       await runBackfills(database.db);
@@ -110,4 +110,23 @@ async function migrateUnderLock(url: string): Promise<void> {
   } finally {
     await database.close();
   }
+}
+
+/**
+ * Takes the migration lock, waiting in turns of a second. One statement waiting for good would hold
+ * its snapshot for good, and a CREATE INDEX CONCURRENTLY of the process holding the lock waits for
+ * every older snapshot to end: that process's lock is held by another of its connections, so
+ * PostgreSQL sees no deadlock, and both would wait forever. Each turn ends, and its snapshot with it.
+ */
+async function waitForLock(client: pg.PoolClient): Promise<void> {
+  await client.query(`set lock_timeout = '1s'`);
+  for (;;) {
+    try {
+      await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      break;
+    } catch (error) {
+      if ((error as { code?: string }).code !== '55P03') throw error; // lock_not_available: another turn
+    }
+  }
+  await client.query('reset lock_timeout');
 }

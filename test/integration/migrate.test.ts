@@ -225,6 +225,25 @@ describe('indexes built after the migrations', () => {
     expect(after.find((i) => i.name === 'batch_classes_backfill_wait_idx')).toEqual({ name: 'batch_classes_backfill_wait_idx', valid: true });
   });
 
+  it('are built while a second migrate waits for the lock (workers starting together)', async () => {
+    const { url, client } = await migratedDatabase();
+    await client.query('drop index batch_classes_institute_state_id_idx');
+    // Two workers start at once: one builds, the other waits for the migration lock. The waiting one
+    // must not hold a snapshot the concurrent build waits for (the builder's lock is held by another of
+    // its connections, so PostgreSQL sees no deadlock and both would wait for good).
+    const both = Promise.all([runMigrations(url), runMigrations(url)]);
+    const result = await Promise.race([both.then(() => 'done'), new Promise((resolve) => setTimeout(resolve, 15_000, 'hung'))]);
+    if (result === 'hung') {
+      // Free the two migrates (end the waiter's wait) so the test ends.
+      await client.query(
+        `select pg_cancel_backend(pid) from pg_stat_activity where application_name = 'classroom-sync-migrate' and wait_event_type = 'Lock' and query like '%pg_advisory_lock%'`,
+      );
+      await both.catch(() => undefined);
+    }
+    expect(result).toBe('done');
+    expect((await indexes(client)).find((i) => i.name === 'batch_classes_institute_state_id_idx')?.valid).toBe(true);
+  }, 30_000);
+
   it('let writers write while an index is built', async () => {
     const { url, client } = await migratedDatabase();
     await client.query(`
