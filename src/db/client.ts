@@ -20,7 +20,9 @@ export function createDatabase(url: string, options: { max?: number; application
     application_name: options.applicationName ?? 'classroom-sync',
     // A dead connection must surface as an error on the next query, not hang a job until its lease ends.
     connectionTimeoutMillis: 10_000,
-    ...(options.queryTimeoutMs === 0 ? {} : { query_timeout: options.queryTimeoutMs ?? 30_000 }),
+    // No query timeout means none on the server either: a statement_timeout set on the database or role
+    // would cancel what must run to its end (migrate's index builds). pg sends no statement_timeout of 0.
+    ...(options.queryTimeoutMs === 0 ? { options: '-c statement_timeout=0' } : { query_timeout: options.queryTimeoutMs ?? 30_000 }),
   });
   // A connection the server drops (restart, pg_terminate_backend) emits 'error'. The pool listens
   // on idle clients only; a checked-out client between two statements of a transaction has no

@@ -244,6 +244,25 @@ describe('indexes built after the migrations', () => {
     expect((await indexes(client)).find((i) => i.name === 'batch_classes_institute_state_id_idx')?.valid).toBe(true);
   }, 30_000);
 
+  it('are built when the database sets a statement_timeout shorter than a build', async () => {
+    const { url, client } = await migratedDatabase();
+    const name = new URL(url).pathname.slice(1);
+    await client.query('drop index batch_classes_state_id_idx');
+    await client.query(`alter database ${pg.escapeIdentifier(name)} set statement_timeout = '300ms'`);
+    // A transaction writing the table, open for longer than that: the build waits for it (as one on a
+    // large table takes minutes), and a build the database's timeout cancels would fail at every migrate.
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    cleanups.push(() => holder.end());
+    await holder.query('begin');
+    await holder.query('lock table batch_classes in row exclusive mode');
+    const migrating = runMigrations(url);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await holder.query('commit');
+    await expect(migrating).resolves.toEqual({ createdDatabase: false });
+    expect((await indexes(client)).find((i) => i.name === 'batch_classes_state_id_idx')?.valid).toBe(true);
+  });
+
   it('let writers write while an index is built', async () => {
     const { url, client } = await migratedDatabase();
     await client.query(`
