@@ -159,13 +159,19 @@ function marginWithout(lease: LeaseEntry | undefined, arrivedAt: number): number
   return lease === undefined ? Number.NEGATIVE_INFINITY : lease.at - arrivedAt;
 }
 
-/** The newest log entry stamped before `at` (entries are in stamp order). */
+/**
+ * The newest log entry stamped before the arrival (entries are in stamp order). An arrival is noted
+ * in whole milliseconds (Date.now: the call came somewhere in [at, at + 1)), a stamp in microseconds:
+ * an entry stamped within the arrival's own millisecond counts as before it. Without that, a call
+ * sent right after its worker took the lease (stamped at 54.9143, the call noted at 54.914) was
+ * judged against the lease before, released: four such calls failed two CI runs of the suite.
+ */
 function leaseAt(entries: readonly LeaseEntry[], at: number): LeaseEntry | undefined {
   let lo = 0;
   let hi = entries.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (entries[mid]!.at <= at) lo = mid + 1;
+    if (entries[mid]!.at < at + 1) lo = mid + 1;
     else hi = mid;
   }
   return lo === 0 ? undefined : entries[lo - 1];
