@@ -1,21 +1,13 @@
-// The counts `status`, the metrics and the lane gauges show are kept as rows change (batch_counts and
-// webhook_message_counts, migrations/0013): a trigger appends a signed delta in the writer's own
-// transaction, and the housekeeping folds the deltas. Whatever moved the rows, and however the folds
-// fall between the writers, the counts must equal a count of the rows; and the reads must not grow
-// with the table.
-import { randomBytes } from 'node:crypto';
-import { drizzle } from 'drizzle-orm/node-postgres';
-import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { PgDialect } from 'drizzle-orm/pg-core';
-import pg from 'pg';
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { runMigrations } from '../../src/db/migrate.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
 import * as mapping from '../../src/mapping/index.ts';
 import { laneStatsStatement } from '../../src/mapping/lane-stats.ts';
 import { BATCH_STATES } from '../../src/db/schema/index.ts';
-import { type Harness, PG_SERVER, dropDatabase, publishDepsOf, waitFor } from '../helpers/harness.ts';
-import { migrationsUpTo } from '../helpers/migrations.ts';
+import { type Harness, publishDepsOf, waitFor } from '../helpers/harness.ts';
+import { databaseAtMigration } from '../helpers/migrations.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
 const { h, defer } = useHarness();
@@ -239,23 +231,12 @@ describe('kept counts', () => {
   });
 
   it('start from the rows already there when 0013 is applied to a database that has batches', async () => {
-    const name = `classroom_sync_test_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
-    await admin.connect();
-    await admin.query(`create database ${pg.escapeIdentifier(name)}`);
-    await admin.end();
-    defer(() => dropDatabase(name));
-    const client = new pg.Client({ connectionString: `${PG_SERVER}/${name}` });
-    await client.connect();
-    defer(() => client.end());
-    const upTo12 = migrationsUpTo(12);
-    defer(upTo12.remove);
-    await migrate(drizzle(client), { migrationsFolder: upTo12.folder });
+    const { url, client } = await databaseAtMigration(12, defer);
     await client.query(`
       insert into batch_classes (institute_id, batch_id, class_name, event, state, lane)
       select 'inst-' || (g % 3), 'old-' || g, 'Class ' || g, '{}'::jsonb, (array['pending', 'synced', 'failed'])[1 + g % 3]::batch_state, 'backfill'
         from generate_series(1, 300) g`);
-    await runMigrations(`${PG_SERVER}/${name}`);
+    await runMigrations(url);
     const { rows } = await client.query<{ state: string; n: string }>('select state, sum(n) as n from batch_counts group by 1 order by 1');
     expect(rows.map((r) => [r.state, Number(r.n)])).toEqual([
       ['pending', 100],

@@ -1,19 +1,10 @@
-// Migration 0010 on a database that holds rows the versions before it wrote. Before 0010, a batch
-// whose add-class was in doubt could be left `failed` (listing refused, attempts exhausted), a cancel
-// of such a batch ended it `cancelled` at once, and a later update reopened it to `pending`, with its
-// `create_sent_at` still set. 0010 leaves no batch in doubt in any of those states, so the new code
-// never sends a second add-class for them.
-import { randomBytes } from 'node:crypto';
-import { drizzle } from 'drizzle-orm/node-postgres';
-import { migrate } from 'drizzle-orm/node-postgres/migrator';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
 import { publishBatchUpdated } from '../../src/intake/publish.ts';
 import { rowOf } from '../helpers/batches.ts';
-import { type Harness, PG_SERVER, dropDatabase, publishDepsOf } from '../helpers/harness.ts';
-import { migrationsUpTo as cutMigrations } from '../helpers/migrations.ts';
+import { type Harness, publishDepsOf } from '../helpers/harness.ts';
+import { databaseAtMigration } from '../helpers/migrations.ts';
 import { addClassCalls, runToRest } from '../helpers/runs.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
@@ -24,26 +15,10 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-function migrationsUpTo(lastIdx: number): string {
-  const copy = cutMigrations(lastIdx);
-  cleanups.push(copy.remove);
-  return copy.folder;
-}
-
 describe('migration 0010 on rows the code before it left in doubt', () => {
   it('M1: leaves no batch `cancelled` or `pending` while a class of it may exist; a reopen then sends no second add-class', async () => {
     // A database at 0009, as a deployment of the previous version has it.
-    const name = `classroom_sync_test_${randomBytes(4).toString('hex')}`;
-    const url = `${PG_SERVER}/${name}`;
-    const admin = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
-    await admin.connect();
-    await admin.query(`create database ${pg.escapeIdentifier(name)}`);
-    await admin.end();
-    cleanups.push(() => dropDatabase(name));
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    cleanups.push(() => client.end());
-    await migrate(drizzle(client), { migrationsFolder: migrationsUpTo(9) });
+    const { name, url, client } = await databaseAtMigration(9, (close) => cleanups.push(close));
 
     // The remote made the classes of both batches (their add-class answers were lost).
     const instituteId = h.config.classroom.instituteId;
