@@ -14,3 +14,6 @@ export function budgetKey(owner: BudgetOwner): string {
 }
 
 export const breakerKey = (owner: BudgetOwner): string => `${budgetKey(owner)}:breaker`;
+
+/** What the account's processes learned of the remote's read lag (src/sync/lag-monitor.ts). */
+export const lagKey = (owner: BudgetOwner): string => `${budgetKey(owner)}:lag`;

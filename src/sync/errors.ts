@@ -122,10 +122,13 @@ export class DeferError extends SyncError {
   }
 }
 
-/** Something we wrote is not visible on the remote yet (read lag): worth a short wait in the run itself. */
+/**
+ * Something we wrote is not visible on the remote yet (read lag), or would not be by the account's
+ * read schedule (`read_schedule`: nothing was sent): the job waits, freeing its slot.
+ */
 export class NotVisibleYetError extends DeferError {
   override readonly name = 'NotVisibleYetError';
-  constructor(delayMs: number, message: string, reason: 'read_lag' | 'read_lag_exceeded' = 'read_lag') {
+  constructor(delayMs: number, message: string, reason: 'read_lag' | 'read_lag_exceeded' | 'read_schedule' = 'read_lag') {
     super(delayMs, message, 'not_visible_yet', reason);
   }
 }

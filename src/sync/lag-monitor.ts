@@ -1,26 +1,43 @@
-import { isNotFound } from '../classroom/errors.ts';
-import { type Clock, monotonicClock } from '../support/clock.ts';
+import type { Result } from 'ioredis';
+import type { Redis } from '../redis/connection.ts';
 
-// How long the remote takes to show our own writes, measured all the time from the classes our
-// add-class calls were answered with (ms since the answer):
-// - `read`: an edit-class or get-class 404 says "at least this long"; the first read that finds the
-//   class, in the run that created it with no failed call in between, says "at most this long";
-// - `listing`: a listing that leaves out a class says "at least this long" (it may lag more than
-//   get-class does: a search index, a cache);
-// - `listing_fresh`: a listing that shows a class sent a moment before it was read says "the listing
-//   is at least this fresh" (how long since the newest class it shows was sent). Not a lag sample: a
-//   quiet remote's listing shows nothing new, which says nothing about its lag.
-// Settling an add-class of unknown outcome leans on the largest of them (src/sync/settle.ts). Kept
-// per account, per process: a new process knows nothing and waits for evidence to build up, which
-// is the cheap mistake.
+// How long the remote takes to show our own writes, kept per account in Redis so every process of
+// the fleet (and one started a minute ago) knows what the others measured. Two things are kept in
+// one hash, `<budget key>:lag`, which ages out as a whole LAG_WINDOW_MS after its last write:
+//
+// - evidence for settling an add-class of unknown outcome (src/sync/settle.ts), in 10-second
+//   buckets of the window: ms since the add-class answer at which
+//   - `read`: an edit-class or get-class 404 said "at least this long", or the first read that found
+//     the class said "at most this long";
+//   - `listing`: a listing that left out a class said "at least this long";
+//   - `listing_fresh`: a listing that showed a class sent a moment before it was read said "the
+//     listing is at least this fresh". Not a lag sample: a quiet remote's listing shows nothing new.
+// - when to read (src/sync/read-schedule.ts): per kind of read (`class`: a class our add-class
+//   made; `link`: a join link our edit-class enabled), how long after the write a read is sent. Every
+//   read's outcome moves it, as a stochastic approximation of the READ_QUANTILE of the lag: a read
+//   that found the write shortens it a little, one that did not lengthens it (to at least the age it
+//   failed at) by QUANTILE/(1 − QUANTILE) times as much in log terms, so it settles where about one
+//   read in twenty is too early. Only outcomes are counted, never the age of a success: a read sent
+//   late succeeds late, and taking that as the lag would let the target creep up on itself.
+//
+// Time comes from Redis (TIME), so processes whose clocks differ share one window. A Redis failure
+// reads as "nothing known": a read goes out at once (a call that may find nothing), and settling has
+// no measured evidence (it waits for another kind); both are the cheap mistake.
 
 /** How far back samples count: a remote whose lag grew counts its new lag within this window. */
 export const LAG_WINDOW_MS = 10 * 60_000;
 
-/** The most samples kept: enough for the window at full rate, bounded in memory. */
-const KEEP = 2_000;
+/** The share of reads the schedule aims to send late enough to find their write. */
+export const READ_QUANTILE = 0.95;
+/** The step of the target's logarithm per read; larger learns faster and wobbles more. */
+const STEP = 0.25;
+/** A target shorter than this is no wait at all: a read is sent at once. */
+const TARGET_FLOOR_MS = 50;
+/** Buckets of the settle evidence. */
+const BUCKET_MS = 10_000;
 
 export type LagSource = 'read' | 'listing' | 'listing_fresh';
+export type ReadKind = 'class' | 'link';
 
 export interface LagEstimate {
   /** The largest lag any sample in the window saw, in ms. */
@@ -31,57 +48,145 @@ export interface LagEstimate {
   listingFreshMs: number | undefined;
 }
 
-interface Sample {
-  at: number;
-  lagMs: number;
-  source: LagSource;
+export interface LagMonitor {
+  /** How long after its write a read of `kind` is sent (0: at once). */
+  readDelay(kind: ReadKind): Promise<number>;
+  /**
+   * A read of `kind` sent `ageMs` after its write found it (`visible`) or not; moves the target and,
+   * with `sample`, records the age as settle evidence. Returns the new target.
+   */
+  readOutcome(kind: ReadKind, ageMs: number, visible: boolean, sample: boolean): Promise<number>;
+  /** Settle evidence from a listing (or, for tests, a read). */
+  record(lagMs: number, source: LagSource): Promise<void>;
+  /** The window's evidence, summarised; undefined when it could not be read. */
+  estimate(): Promise<LagEstimate | undefined>;
 }
 
-export class LagMonitor {
-  private samples: Sample[] = [];
+// KEYS[1] the hash. ARGV: now ('' = Redis TIME), window, bucket, then the operation's own.
+const NOW = `
+local now = tonumber(ARGV[1])
+if not now then local t = redis.call('TIME'); now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end
+local bucket = math.floor(now / tonumber(ARGV[3]))
+`;
 
-  /** `clock` dates the samples, so the window forgets them (default: the monotonic clock). */
-  constructor(private readonly clock: Pick<Clock, 'now'> = monotonicClock) {}
+// Records one sample (ARGV[4] source, ARGV[5] ms) in the current bucket.
+const RECORD = `
+local function record(source, ms)
+  local b = 'b:' .. bucket .. ':'
+  if redis.call('HEXISTS', KEYS[1], b .. 'n') == 0 then
+    local oldest = bucket - math.floor(tonumber(ARGV[2]) / tonumber(ARGV[3])) - 1
+    for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+      local idx = tonumber(string.match(field, '^b:(%d+):'))
+      if idx and idx < oldest then redis.call('HDEL', KEYS[1], field) end
+    end
+    redis.call('HSET', KEYS[1], b .. 'n', 0)
+  end
+  if source == 'listing_fresh' then
+    local fresh = tonumber(redis.call('HGET', KEYS[1], b .. 'fresh'))
+    if not fresh or ms < fresh then redis.call('HSET', KEYS[1], b .. 'fresh', ms) end
+  else
+    local max = tonumber(redis.call('HGET', KEYS[1], b .. 'max'))
+    if not max or ms > max then redis.call('HSET', KEYS[1], b .. 'max', ms) end
+    if source == 'read' then redis.call('HINCRBY', KEYS[1], b .. 'n', 1) end
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+`;
 
-  /** A write was not visible `lagMs` after its answer (a lower bound), or was visible by then (an upper bound); or a listing's freshness. */
-  record(lagMs: number, source: LagSource = 'read'): void {
-    this.samples.push({ at: this.clock.now(), lagMs: Math.max(0, lagMs), source });
-    if (this.samples.length > KEEP) this.samples.shift();
-  }
+const RECORD_SCRIPT = `${NOW}${RECORD}
+record(ARGV[4], tonumber(ARGV[5]))
+return 1`;
 
-  /** The window's samples, summarised. */
-  estimate(): LagEstimate {
-    const since = this.clock.now() - LAG_WINDOW_MS;
-    if (this.samples.some((s) => s.at < since)) this.samples = this.samples.filter((s) => s.at >= since);
-    let maxMs = 0;
-    let samples = 0;
-    let listingFreshMs: number | undefined;
-    for (const s of this.samples) {
-      if (s.source === 'listing_fresh') listingFreshMs = Math.min(listingFreshMs ?? Number.POSITIVE_INFINITY, s.lagMs);
-      else maxMs = Math.max(maxMs, s.lagMs);
-      if (s.source === 'read') samples += 1;
-    }
-    return { maxMs, samples, listingFreshMs };
+// ARGV[4] kind, [5] age ms, [6] visible 1/0, [7] sample 1/0, [8] floor, [9] grow, [10] shrink, [11] cap.
+const OUTCOME_SCRIPT = `${NOW}${RECORD}
+local field = 'target:' .. ARGV[4]
+local target = tonumber(redis.call('HGET', KEYS[1], field)) or 0
+local age = tonumber(ARGV[5])
+if ARGV[6] == '1' then
+  target = target * tonumber(ARGV[10])
+  if target < tonumber(ARGV[8]) then target = 0 end
+else
+  target = math.min(tonumber(ARGV[11]), math.max(target, age, tonumber(ARGV[8])) * tonumber(ARGV[9]))
+end
+redis.call('HSET', KEYS[1], field, tostring(target))
+if ARGV[7] == '1' then record('read', age) end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return tostring(target)`;
+
+// Returns {max, samples, fresh or -1} over the buckets wholly inside the window.
+const ESTIMATE_SCRIPT = `${NOW}
+local first = math.ceil((now - tonumber(ARGV[2])) / tonumber(ARGV[3]))
+local max, n, fresh = 0, 0, -1
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local idx, what = string.match(all[i], '^b:(%d+):(%a+)$')
+  if idx and tonumber(idx) >= first then
+    local v = tonumber(all[i + 1])
+    if what == 'max' and v > max then max = v end
+    if what == 'n' then n = n + v end
+    if what == 'fresh' and (fresh < 0 or v < fresh) then fresh = v end
+  end
+end
+return {max, n, fresh}`;
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    classroomSyncLagRecord(key: string, now: string, window: number, bucket: number, source: string, ms: number): Result<number, Context>;
+    classroomSyncLagOutcome(key: string, ...args: Array<string | number>): Result<string, Context>;
+    classroomSyncLagEstimate(key: string, now: string, window: number, bucket: number): Result<number[], Context>;
   }
 }
 
-/**
- * After edit-class or get-class about a class our add-class was answered with (at `ackedAt`, the
- * database's clock; `now` likewise): a 404 says the remote has not shown it for this long yet; the
- * first success while `measuring` (no failed call since this run's add-class answer) says it had by
- * now. Any other failure ends the measuring: a retry later would count its backoff as lag. Returns
- * whether the run is still measuring.
- */
-export function observeRead(monitor: LagMonitor | undefined, ackedAt: Date | null, now: number, measuring: boolean, error?: unknown): boolean {
-  if (!ackedAt || !monitor) return false;
-  const sinceAck = now - ackedAt.getTime();
-  if (error === undefined) {
-    if (measuring) monitor.record(sinceAck);
-    return false;
+export interface LagMonitorOptions {
+  redis: Redis;
+  /** The hash's key: `<budget key>:lag` (src/ratelimit/keys.ts `lagKey`). */
+  key: string;
+  /** The longest a read is ever put off: the read-lag patience (SYNC_READ_LAG × READ_LAG_PATIENCE). */
+  maxDelayMs: number;
+  /** Epoch ms for the window (tests); default Redis's own TIME. */
+  now?: () => number;
+}
+
+export function createLagMonitor(options: LagMonitorOptions): LagMonitor {
+  const { redis, key, maxDelayMs } = options;
+  if (!Reflect.has(redis, 'classroomSyncLagRecord')) {
+    redis.defineCommand('classroomSyncLagRecord', { numberOfKeys: 1, lua: RECORD_SCRIPT });
+    redis.defineCommand('classroomSyncLagOutcome', { numberOfKeys: 1, lua: OUTCOME_SCRIPT });
+    redis.defineCommand('classroomSyncLagEstimate', { numberOfKeys: 1, lua: ESTIMATE_SCRIPT });
   }
-  if (isNotFound(error)) {
-    monitor.record(sinceAck);
-    return measuring;
-  }
-  return false;
+  const now = () => (options.now ? String(options.now()) : '');
+  const grow = Math.exp(STEP * READ_QUANTILE);
+  const shrink = Math.exp(-STEP * (1 - READ_QUANTILE));
+  return {
+    async readDelay(kind) {
+      const target = await redis.hget(key, `target:${kind}`).catch(() => null);
+      return Math.min(maxDelayMs, Math.max(0, Number(target ?? 0) || 0));
+    },
+    async readOutcome(kind, ageMs, visible, sample) {
+      const args = [
+        now(),
+        LAG_WINDOW_MS,
+        BUCKET_MS,
+        kind,
+        Math.max(0, Math.round(ageMs)),
+        visible ? 1 : 0,
+        sample ? 1 : 0,
+        TARGET_FLOOR_MS,
+        grow,
+        shrink,
+        maxDelayMs,
+      ];
+      const target = await redis.classroomSyncLagOutcome(key, ...args).catch(() => '0');
+      return Number(target) || 0;
+    },
+    async record(lagMs, source) {
+      await redis.classroomSyncLagRecord(key, now(), LAG_WINDOW_MS, BUCKET_MS, source, Math.max(0, Math.round(lagMs))).catch(() => undefined);
+    },
+    async estimate() {
+      const read = await redis.classroomSyncLagEstimate(key, now(), LAG_WINDOW_MS, BUCKET_MS).catch(() => undefined);
+      if (!read) return undefined;
+      const [maxMs = 0, samples = 0, fresh = -1] = read.map(Number);
+      return { maxMs, samples, listingFreshMs: fresh < 0 ? undefined : fresh };
+    },
+  };
 }

@@ -1,22 +1,26 @@
 // The steps after add-class: edit-class enables the join link, get-class reads it back. Both may be
 // sent again harmlessly, so a lost answer costs only a repeat.
 import * as mapping from '../mapping/index.ts';
+import { isNotFound } from '../classroom/errors.ts';
 import { SyncError } from './errors.ts';
+import { readDue } from './read-schedule.ts';
 import type { StepRun } from './run-handle.ts';
 
 /**
- * A call about the batch's own class (created or adopted by it): what it says of the remote's read
- * lag is observed, and a 404 within the read-lag window is waited for rather than taken as gone.
+ * A call about the batch's own class (created or adopted by it): sent when the read schedule says
+ * the class will be visible (src/sync/read-schedule.ts); what it finds moves the schedule; a 404
+ * within the read-lag patience is waited for rather than taken as gone.
  */
 export async function callOnClass<T>(run: StepRun, classId: string, operation: 'edit-class' | 'get-class', call: () => Promise<T>): Promise<T> {
+  const timing = await readDue(run, 'class');
   let answer: T;
   try {
     answer = await call();
   } catch (error) {
-    run.observeLag(error);
-    throw run.lag.classGone(error, run.current.classCreatedAt, classId, operation);
+    const scheduleMs = isNotFound(error) ? await run.readDone(timing, false) : run.stopMeasuring();
+    throw run.lag.classGone(error, run.current.classCreatedAt, classId, operation, scheduleMs);
   }
-  run.observeLag();
+  await run.readDone(timing, true);
   return answer;
 }
 
@@ -33,13 +37,15 @@ export async function enableLink(run: StepRun): Promise<void> {
 
 export async function readLink(run: StepRun): Promise<void> {
   const classId = run.requireClassId();
+  const timing = await readDue(run, 'link');
   const record = await callOnClass(run, classId, 'get-class', () => run.deps.classroom.getClass(classId, run.callOptions()));
   if (record._id !== classId) {
     throw new SyncError('remote_inconsistent', 'class_id_mismatch', `get-class for ${classId} answered with class ${record._id}; will read again`);
   }
+  const scheduleMs = await run.readDone(timing, Boolean(record.joinMagicLink));
   if (!record.joinMagicLink) {
     const enabledAt = run.current.linkEnabledAt;
-    if (enabledAt && run.lag.patienceLeft(enabledAt) > 0) throw run.lag.notVisibleYet(enabledAt, `the join link of class ${classId}`);
+    if (enabledAt && run.lag.patienceLeft(enabledAt) > 0) throw run.lag.notVisibleYet(enabledAt, `the join link of class ${classId}`, scheduleMs);
     // The edit did not stick (or was undone on the remote): enable it again on the next attempt.
     run.unstored.linkEnabledAt = undefined;
     await run.write('created', (events) => mapping.redoLinkStep(run.deps.db, run.lease, run.deps.settings.leaseMs, events));

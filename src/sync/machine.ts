@@ -11,14 +11,14 @@
 // `creating` is written *before* the POST leaves: finding it later means "a class may exist".
 // Every write is one statement (src/mapping) that also extends the lease and stores the audit rows
 // of the calls it follows; a step costs at most one round trip before its call and one after.
-// Reads may lag writes on the remote: a class we created or adopted that get-class or edit-class
-// does not know yet (404), or a join link not shown yet, is waited for (no attempt used) for
-// SYNC_READ_LAG; and a listing that shows nothing licenses a second add-class only once that long
+// Reads may lag writes on the remote: a class we created is read when the account's measured lag
+// says it will be visible; one that get-class or edit-class does not know yet (404), or a join link
+// not shown yet, is waited for (no attempt used) for SYNC_READ_LAG; and a listing that shows nothing licenses a second add-class only once that long
 // has passed since the first was sent. A refused key is nobody's batch's fault: it waits, unchanged.
 import type { BatchKey, MappingRow } from '../mapping/index.ts';
 import * as mapping from '../mapping/index.ts';
 import { monotonicClock } from '../support/clock.ts';
-import { DeferError, NotVisibleYetError, PermanentSyncError } from './errors.ts';
+import { DeferError, PermanentSyncError } from './errors.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
 import { endRun } from './run-end.ts';
 import { BatchRun } from './steps.ts';
@@ -96,28 +96,15 @@ async function acquire(deps: SyncDeps, key: BatchKey, attempt: number): Promise<
   }
 }
 
-/** How long a run waits for a write to become visible before handing the batch back to the queue. */
-const IN_RUN_LAG_WAIT_MS = 2_000;
-
 /**
- * Steps until the batch is at rest. Replica lag is usually shorter than a trip through the queue:
- * a run first waits a little itself, so a batch under way keeps its place instead of going back
- * behind every batch not yet started. A lost lease stops it between steps too.
+ * Steps until the batch is at rest. A write not visible yet ends the run (a NotVisibleYetError):
+ * the job waits in the queue, holding no worker slot, and reads again when the account's measured
+ * lag says it will find it (src/sync/read-schedule.ts). A lost lease stops it between steps too.
  */
 async function runToCompletion(run: BatchRun): Promise<MappingRow> {
-  const clock = run.deps.clock ?? monotonicClock;
-  const waitUntil = clock.now() + IN_RUN_LAG_WAIT_MS;
-  let pause = 100;
   for (;;) {
-    try {
-      if (run.atRest) return run.current;
-      run.keeper.assertOwned();
-      await run.step();
-    } catch (error) {
-      if (!(error instanceof NotVisibleYetError) || clock.now() + pause > waitUntil) throw error;
-      await clock.sleep(Math.min(pause, error.delayMs));
-      run.keeper.assertOwned();
-      pause *= 2;
-    }
+    if (run.atRest) return run.current;
+    run.keeper.assertOwned();
+    await run.step();
   }
 }

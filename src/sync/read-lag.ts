@@ -47,19 +47,22 @@ export class ReadLag {
   }
 
   /**
-   * Not visible yet: wait (no attempt used), longer the longer it has been, never past the patience.
+   * Not visible yet: wait (no attempt used), longer the longer it has been and at least until the
+   * account's read schedule (`scheduleMs` after the write), never past the patience.
    * Past SYNC_READ_LAG the reason is `read_lag_exceeded`, which is logged as a warning.
    */
-  notVisibleYet(since: Date, what: string): NotVisibleYetError {
+  notVisibleYet(since: Date, what: string, scheduleMs = 0): NotVisibleYetError {
     const waited = this.now() - since.getTime();
+    // Read again no sooner than the write's age again (a doubling), nor than the account's schedule.
+    const next = Math.max(100, waited, scheduleMs - waited);
     if (this.left(since) > 0) {
-      const delay = Math.min(this.left(since) + 50, Math.max(100, waited));
+      const delay = Math.min(this.left(since) + 50, next);
       return new NotVisibleYetError(
         delay,
         `${what} is not visible on the remote yet (${Math.round(waited)} ms after the write; SYNC_READ_LAG ${this.readLagMs} ms); reading again`,
       );
     }
-    const delay = Math.min(this.patienceLeft(since) + 50, Math.max(100, waited));
+    const delay = Math.min(this.patienceLeft(since) + 50, next);
     return new NotVisibleYetError(delay, `${what} ${this.lagging(waited)}`, 'read_lag_exceeded');
   }
 
@@ -94,9 +97,9 @@ export class ReadLag {
    * of storing it, "not visible yet" (wait, no attempt); after that, the remote no longer knows it,
    * and only an operator can say why. Any other error is returned as it is.
    */
-  classGone(error: unknown, storedAt: Date | null, classId: string, operation: string): unknown {
+  classGone(error: unknown, storedAt: Date | null, classId: string, operation: string, scheduleMs = 0): unknown {
     if (!isNotFound(error)) return error;
-    if (storedAt && this.patienceLeft(storedAt) > 0) return this.notVisibleYet(storedAt, `class ${classId}`);
+    if (storedAt && this.patienceLeft(storedAt) > 0) return this.notVisibleYet(storedAt, `class ${classId}`, scheduleMs);
     const window = READ_LAG_PATIENCE * this.readLagMs;
     const message = `the remote no longer knows class ${classId}: ${operation} still answered 404 ${READ_LAG_PATIENCE} × SYNC_READ_LAG (${window} ms) after it was stored; reconciliation reports it as missing_remote`;
     return new SyncError('class_unknown', 'http_404_after_read_lag', message, { cause: error });

@@ -6,7 +6,15 @@ import type { Logger } from '../logging/logger.ts';
 import type { AuditEvent, BatchState, Lease, MappingRow, ProgressRow, Unstored } from '../mapping/index.ts';
 import type { Journal } from './journal.ts';
 import type { ReadLag } from './read-lag.ts';
+import type { ReadKind } from './lag-monitor.ts';
 import type { SyncDeps } from './types.ts';
+
+/** A read's timing: when its write was made, and how long after it the schedule said to read. */
+export interface ReadTiming {
+  kind: ReadKind;
+  since: Date;
+  delayMs: number;
+}
 
 export interface StepRun {
   readonly deps: SyncDeps;
@@ -18,7 +26,10 @@ export interface StepRun {
   readonly current: MappingRow;
   requireClassId(): string;
   callOptions(): CallOptions;
-  observeLag(error?: unknown): void;
+  /** After a scheduled read (src/sync/read-schedule.ts): returns the account's new read delay. */
+  readDone(timing: ReadTiming | undefined, visible: boolean): Promise<number>;
+  /** A call failed other than by a lag: a later success is no tight bound on the lag. Returns 0. */
+  stopMeasuring(): number;
   moveTo(row: MappingRow): void;
   refresh(): Promise<MappingRow>;
   write(

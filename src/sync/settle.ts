@@ -120,14 +120,20 @@ export async function observeListing(deps: SyncDeps, instituteId: string, readAt
   const monitor = deps.lagMonitor;
   if (!monitor) return acks;
   const staleMs = listingLagsAtLeast({ readAt, listed, acks });
-  if (staleMs > 0) monitor.record(staleMs, 'listing');
+  if (staleMs > 0) await monitor.record(staleMs, 'listing');
   const freshMs = listingFreshWithin({ readAt, listed, acks });
-  if (freshMs !== undefined) monitor.record(freshMs, 'listing_fresh');
+  if (freshMs !== undefined) await monitor.record(freshMs, 'listing_fresh');
   return acks;
 }
 
 /** `settleNotListed` for `row`, whose listing was read at `readAt` with `acks` (from `observeListing`). */
-export function settleRow(deps: SyncDeps, row: MappingRow, readAt: number, listed: ReadonlySet<string>, acks: readonly AcknowledgedCreate[]): Settled {
+export async function settleRow(
+  deps: SyncDeps,
+  row: MappingRow,
+  readAt: number,
+  listed: ReadonlySet<string>,
+  acks: readonly AcknowledgedCreate[],
+): Promise<Settled> {
   if (!row.createSentAt) return { believed: true, evidence: { by: 'patience', sinceSentMs: 0 } };
   return settleNotListed({
     readAt,
@@ -137,6 +143,6 @@ export function settleRow(deps: SyncDeps, row: MappingRow, readAt: number, liste
     readLagMs: deps.settings.readLagMs,
     listed,
     acks,
-    measured: deps.lagMonitor?.estimate(),
+    measured: await deps.lagMonitor?.estimate(),
   });
 }

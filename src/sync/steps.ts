@@ -8,7 +8,7 @@ import type { AuditEvent, BatchState, Lease, MappingRow, ProgressRow } from '../
 import * as mapping from '../mapping/index.ts';
 import { DeferError, PermanentSyncError, SyncError } from './errors.ts';
 import { Journal } from './journal.ts';
-import { observeRead } from './lag-monitor.ts';
+import { type ReadTiming, readDone } from './read-schedule.ts';
 import { queueLaneOf } from './lanes.ts';
 import type { LeaseKeeper } from './lease-keeper.ts';
 import { ReadLag } from './read-lag.ts';
@@ -166,7 +166,7 @@ export class BatchRun implements StepRun {
     const { resolution } = read;
     // "Not listed" is believed only on evidence that the listing would show the class (settle.ts).
     const acks = resolution.decision === 'create' || this.deps.lagMonitor ? await observeListing(this.deps, row.instituteId, readAt, read.listed) : [];
-    const settled = resolution.decision === 'create' ? settleRow(this.deps, row, readAt, read.listed, acks) : undefined;
+    const settled = resolution.decision === 'create' ? await settleRow(this.deps, row, readAt, read.listed, acks) : undefined;
     if (settled && !settled.believed) throw this.lag.listingLag(row.createSentAt ?? new Date(readAt), settled.retryInMs);
     const settledBy = settled?.believed ? settled.evidence : undefined;
     this.log.info({ decision: resolution.decision, settledBy: settledBy?.by }, 'resolved an add-class of unknown outcome by reading the listing');
@@ -208,9 +208,15 @@ export class BatchRun implements StepRun {
     };
   }
 
-  /** After edit-class or get-class: what it says of the remote's lag (src/sync/lag-monitor.ts). */
-  observeLag(error?: unknown): void {
-    this.measuringSinceAck = observeRead(this.deps.lagMonitor, this.row.createAckedAt, this.lag.now(), this.measuringSinceAck, error);
+  readDone(timing: ReadTiming | undefined, visible: boolean): Promise<number> {
+    const measuring = this.measuringSinceAck;
+    this.measuringSinceAck &&= !visible;
+    return readDone(this, timing, visible, measuring);
+  }
+
+  stopMeasuring(): number {
+    this.measuringSinceAck = false;
+    return 0;
   }
 
   /** Runs a write that leads to `to`, with the journal's calls and the transition; logs and reports it. */

@@ -11,7 +11,9 @@ import type { Clock } from '../support/clock.ts';
 import { within } from '../support/timeout.ts';
 import { fullJitterBackoff } from './backoff.ts';
 import { createCredentialsGuard } from './credentials.ts';
-import { LagMonitor } from './lag-monitor.ts';
+import { createLagMonitor } from './lag-monitor.ts';
+import { lagKey } from '../ratelimit/keys.ts';
+import { READ_LAG_PATIENCE } from './read-lag.ts';
 import type { SyncSettings, Transition } from './machine.ts';
 import type { ProcessorDeps, SyncAccount } from './types.ts';
 import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
@@ -133,8 +135,10 @@ type SyncProcessor = ReturnType<typeof createSyncProcessor>;
  * account is refused takes no jobs until one works again; otherwise only the refused account's
  * jobs wait (src/sync/credentials.ts).
  */
-function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes'>, pools: () => Worker<SyncJobData, SyncResult>[]) {
-  const { logger, remotes } = deps;
+function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes' | 'redis' | 'config'>, pools: () => Worker<SyncJobData, SyncResult>[]) {
+  const { logger, remotes, redis } = deps;
+  const { queuePrefix } = deps.config;
+  const patienceMs = READ_LAG_PATIENCE * deps.config.sync.readLagMs;
   const named = remotes.all.length > 1;
   let paused = false;
   const all: SyncAccount[] = [];
@@ -158,7 +162,8 @@ function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes'>, pools: (
       account: named ? account.name : undefined,
       onChange,
     });
-    all.push({ name: account.name, classroom: remote.classroom, limiter: remote.limiter, credentials, lagMonitor: new LagMonitor() });
+    const lagMonitor = createLagMonitor({ redis, key: lagKey({ queuePrefix, classroom: account.classroom }), maxDelayMs: patienceMs });
+    all.push({ name: account.name, classroom: remote.classroom, limiter: remote.limiter, credentials, lagMonitor });
   }
   const byName = new Map(all.map((account) => [account.name, account]));
   const forInstitute = (instituteId: string) => {

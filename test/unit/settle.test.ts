@@ -1,7 +1,6 @@
 // When "not listed" may be believed after an add-class of unknown outcome: on evidence that the
 // listing would show the class (measured lag, a witness), or after the patience; never before.
 import { describe, expect, it } from 'vitest';
-import { LAG_WINDOW_MS, LagMonitor } from '../../src/sync/lag-monitor.ts';
 import { LAG_FACTOR, LAG_SLACK_MS, MIN_LAG_SAMPLES, type SettleInput, settleNotListed } from '../../src/sync/settle.ts';
 
 const T0 = Date.parse('2026-11-25T10:00:00Z');
@@ -98,24 +97,5 @@ describe('settleNotListed', () => {
     const evidenceAt = T0 + 1_000 + LATE + LAG_FACTOR * 100 + LAG_SLACK_MS;
     expect(settled.retryInMs).toBeGreaterThan(0);
     expect(T0 + 5_000 + settled.retryInMs).toBeLessThanOrEqual(evidenceAt + 50);
-  });
-});
-
-describe('LagMonitor', () => {
-  it('reports the largest lag of its window and forgets samples older than it', () => {
-    let now = 0;
-    const monitor = new LagMonitor({ now: () => now });
-    monitor.record(900);
-    now = 1_000;
-    monitor.record(100);
-    monitor.record(5_000, 'listing_fresh');
-    monitor.record(50, 'listing_fresh');
-    monitor.record(300, 'listing');
-    // A listing's freshness is no lag sample: its smallest says how fresh a listing was seen.
-    expect(monitor.estimate()).toEqual({ maxMs: 900, samples: 2, listingFreshMs: 50 });
-    now = LAG_WINDOW_MS + 500;
-    expect(monitor.estimate()).toEqual({ maxMs: 300, samples: 1, listingFreshMs: 50 });
-    now = 2 * LAG_WINDOW_MS;
-    expect(monitor.estimate()).toEqual({ maxMs: 0, samples: 0, listingFreshMs: undefined });
   });
 });
