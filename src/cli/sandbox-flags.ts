@@ -25,6 +25,7 @@ export interface SandboxFlags {
   cutNames?: number;
   cutEllipsis?: boolean;
   readLag?: number;
+  readLagMin?: number;
   refuseKey?: boolean;
   /** 401 or 403. */
   refuseKeyStatus?: number;
@@ -44,6 +45,7 @@ const FLAG_OF: Record<string, string> = {
   hangMs: '--hang',
   listingDelayMs: '--listing-delay',
   readLagMs: '--read-lag',
+  readLagMinMs: '--read-lag-min',
   'nameRewrite.normalize': '--normalize-names',
   'nameRewrite.case': '--name-case',
   'nameRewrite.maxLength': '--cut-names',
@@ -58,6 +60,7 @@ type Flags = Omit<SandboxFlags, 'port' | 'host' | 'institute'>;
 /** Flags → a validated FaultConfig. Per-operation `--fault`s are layered over the global rates. */
 export function faultConfigFromFlags(flags: Flags): FaultConfig {
   requireCompanion(flags.cutEllipsis === true, '--cut-ellipsis', flags.cutNames !== undefined, '--cut-names <n>');
+  requireCompanion(flags.readLagMin !== undefined, '--read-lag-min', flags.readLag !== undefined, '--read-lag <ms>');
   requireCompanion(flags.refuseKeyStatus !== undefined, '--refuse-key-status', flags.refuseKey === true, '--refuse-key');
   requireCompanion(flags.refuseKeyFor !== undefined, '--refuse-key-for', flags.refuseKey === true, '--refuse-key');
   const accounts = flags.refuseKeyAccount?.length ? flags.refuseKeyAccount : undefined;
@@ -74,6 +77,7 @@ export function faultConfigFromFlags(flags: Flags): FaultConfig {
     listingIncludesIds: flags.listingIds,
     nameRewrite: nameRewriteFromFlags(flags),
     readLagMs: flags.readLag,
+    readLagMinMs: flags.readLagMin,
     refuseKey: flags.refuseKey ? { status: flags.refuseKeyStatus, forMs: flags.refuseKeyFor, accounts } : undefined,
   });
   if (!config.success) {

@@ -94,6 +94,7 @@ function addBehaviourOptions(command: Command): void {
     .option('--cut-names <n>', 'add-class keeps at most n characters (code points) of a name', integer(1, 1_000))
     .option('--cut-ellipsis', 'a name cut by --cut-names ends in "…" (within the n characters)')
     .option('--read-lag <ms>', 'replica lag: reads see a new class, and a newly enabled join link, a seeded 0..ms later', milliseconds)
+    .option('--read-lag-min <ms>', 'the floor of that lag: a seeded min..ms later (equal to --read-lag: always ms)', milliseconds)
     .option('--refuse-key', 'answer every remote call 401, as for a revoked key (see --refuse-key-status)')
     .option('--refuse-key-status <status>', 'status of the refusal: 401 (revoked, default) or 403 (suspended)', refusalStatus)
     .option('--refuse-key-for <ms>', 'the refusal ends by itself this long after the sandbox starts', milliseconds)

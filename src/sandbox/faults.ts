@@ -21,7 +21,7 @@ const rates = z
   .refine((r) => Object.values(r).reduce((sum: number, p) => sum + (p ?? 0), 0) <= 1 + 1e-9, 'fault probabilities must add up to at most 1');
 const ms = z.number().int().min(0).max(3_600_000);
 
-export const faultConfigSchema = z.strictObject({
+const faultSettings = z.strictObject({
   /** Added to every remote call (not the control endpoint). */
   latencyMs: ms.optional(),
   /** Plus a seeded uniform random 0..latencyJitterMs. */
@@ -50,11 +50,21 @@ export const faultConfigSchema = z.strictObject({
   nameRewrite: nameRewriteSchema.optional(),
   /**
    * Replica lag: reads see a class added through add-class only after a seeded delay in
-   * [0, readLagMs], and a newly enabled join link after another such delay (default 0).
+   * [readLagMinMs, readLagMs], and a newly enabled join link after another such delay (default 0).
    */
   readLagMs: ms.optional(),
+  /** The floor of that delay (default 0): equal to `readLagMs`, every delay is exactly `readLagMs`. */
+  readLagMinMs: ms.optional(),
   /** Every authenticated call answers 401/403 (a revoked or suspended key) while this is set. */
   refuseKey: refuseKeySchema.optional(),
+});
+
+export const faultConfigSchema = faultSettings.superRefine((c, ctx) => {
+  const ceiling = c.readLagMs ?? 0;
+  if ((c.readLagMinMs ?? 0) > ceiling) {
+    const message = `must not exceed the read lag it is the floor of (readLagMs: ${c.readLagMs === undefined ? 'not set, so 0' : `${ceiling} ms`})`;
+    ctx.addIssue({ code: 'custom', path: ['readLagMinMs'], message });
+  }
 });
 export type FaultConfig = z.infer<typeof faultConfigSchema>;
 export type FaultRates = Partial<Record<FaultKind, number>>;
@@ -78,7 +88,7 @@ export interface FaultController {
   /** The fault for this call, if any. Consumes a queued fault or one random draw. */
   decide(operation: SandboxOperation): FaultKind | undefined;
   latencyMs(): number;
-  /** A visibility delay in [0, readLagMs] from its own stream (0 without read lag). */
+  /** A visibility delay in [readLagMinMs, readLagMs] from its own stream (0 without read lag). */
   readLagMs(): number;
   /** The 401/403 every authenticated call of `account`'s key gets now, if that key is refused. */
   keyRefusal(account?: string): Refusal | undefined;
@@ -128,7 +138,12 @@ export function createFaultController(initial: FaultConfig = {}, seed = 0, clock
       const jitter = config.latencyJitterMs ? Math.floor(latencyRandom() * (config.latencyJitterMs + 1)) : 0;
       return (config.latencyMs ?? 0) + jitter;
     },
-    readLagMs: () => (config.readLagMs ? Math.floor(lagRandom() * (config.readLagMs + 1)) : 0),
+    readLagMs() {
+      if (!config.readLagMs) return 0;
+      // Without a floor, the draw it always was: floor(r × (readLagMs + 1)).
+      const floor = config.readLagMinMs ?? 0;
+      return floor + Math.floor(lagRandom() * (config.readLagMs - floor + 1));
+    },
     keyRefusal: (account) => activeRefusal(config.refuseKey, setAt, clock(), account),
     serverErrorStatus: () => [500, 502, 503][Math.floor(faultRandom() * 3)] ?? 500,
     reseed(nextSeed) {

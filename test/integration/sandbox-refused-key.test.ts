@@ -79,6 +79,8 @@ describe('PUT /__sandbox/faults: the new settings are validated, naming the fiel
     [{ nameRewrite: { ellipsis: true } }, 'nameRewrite.ellipsis: needs maxLength'],
     [{ readLagMs: -1 }, 'readLagMs: '],
     [{ readLagMs: 3_600_001 }, 'readLagMs: '],
+    [{ readLagMs: 1_000, readLagMinMs: 1_001 }, 'readLagMinMs: must not exceed the read lag it is the floor of (readLagMs: 1000 ms)'],
+    [{ readLagMinMs: 500 }, 'readLagMinMs: must not exceed the read lag it is the floor of (readLagMs: not set, so 0)'],
     [{ refuseKey: { status: 500 } }, 'refuseKey.status: must be 401 or 403'],
     [{ refuseKey: { forMs: 0 } }, 'refuseKey.forMs: must be at least 1'],
     [{ refuseKey: true }, 'refuseKey: '],
@@ -117,6 +119,8 @@ describe('sandbox command: the new flags', () => {
       '--cut-ellipsis',
       '--read-lag',
       '2s',
+      '--read-lag-min',
+      '1s',
       '--refuse-key',
       '--refuse-key-status',
       '403',
@@ -132,6 +136,7 @@ describe('sandbox command: the new flags', () => {
     expect(state.faults.config).toMatchObject({
       nameRewrite: { normalize: true, case: 'lower', maxLength: 20, ellipsis: true },
       readLagMs: 2_000,
+      readLagMinMs: 1_000,
       refuseKey: { status: 403, forMs: 60_000 },
     });
     expect(state.keyRefused).toBe(true);

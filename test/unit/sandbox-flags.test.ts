@@ -17,6 +17,11 @@ describe('sandbox CLI flags: names, read lag, refused key', () => {
     expect(faultConfigFromFlags(none).readLagMs).toBeUndefined();
   });
 
+  it('--read-lag-min becomes readLagMinMs, the floor under --read-lag', () => {
+    expect(faultConfigFromFlags({ ...none, readLag: 8_000, readLagMin: 8_000 })).toMatchObject({ readLagMs: 8_000, readLagMinMs: 8_000 });
+    expect(faultConfigFromFlags({ ...none, readLag: 2_000 }).readLagMinMs).toBeUndefined();
+  });
+
   it('--refuse-key refuses with 401 until cleared; status and duration are optional', () => {
     expect(faultConfigFromFlags({ ...none, refuseKey: true }).refuseKey).toBeDefined();
     expect(faultConfigFromFlags({ ...none, refuseKey: true }).refuseKey?.status).toBeUndefined();
@@ -39,6 +44,8 @@ describe('sandbox CLI flags: names, read lag, refused key', () => {
     expect(error({ cutNames: 0 })).toBe('--cut-names: must be at least 1');
     expect(error({ cutEllipsis: true })).toBe('--cut-ellipsis needs --cut-names <n>');
     expect(error({ readLag: 7_200_000 })).toMatch(/^--read-lag: /);
+    expect(error({ readLag: 1_000, readLagMin: 2_000 })).toBe('--read-lag-min: must not exceed the read lag it is the floor of (readLagMs: 1000 ms)');
+    expect(error({ readLagMin: 1_000 })).toBe('--read-lag-min needs --read-lag <ms>');
     expect(error({ refuseKey: true, refuseKeyStatus: 500 })).toBe('--refuse-key-status: must be 401 or 403');
     expect(error({ refuseKey: true, refuseKeyFor: 0 })).toBe('--refuse-key-for: must be at least 1');
     expect(error({ refuseKeyStatus: 403 })).toBe('--refuse-key-status needs --refuse-key');

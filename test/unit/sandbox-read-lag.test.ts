@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createFaultController } from '../../src/sandbox/faults.ts';
+import { type FaultConfig, createFaultController, faultConfigSchema } from '../../src/sandbox/faults.ts';
+import { deriveSeed, mulberry32 } from '../../src/sandbox/random.ts';
 import { buildListing } from '../../src/sandbox/records.ts';
 import { readable, replicaView } from '../../src/sandbox/replica.ts';
 import { createStore } from '../../src/sandbox/store.ts';
@@ -19,6 +20,31 @@ describe('sandbox read lag: seeded delays', () => {
     expect(createFaultController({}, 3).readLagMs()).toBe(0);
   });
 
+  it('readLagMinMs floors each delay: [min, max], and min = max is a fixed lag', () => {
+    const floored = lagDraws({ readLagMs: 1_000, readLagMinMs: 600 });
+    expect(Math.min(...floored)).toBeGreaterThanOrEqual(600);
+    expect(Math.max(...floored)).toBeLessThanOrEqual(1_000);
+    expect(Math.min(...floored)).toBeLessThan(640); // spread over the range, not stuck at either end
+    expect(Math.max(...floored)).toBeGreaterThan(960);
+    expect(new Set(lagDraws({ readLagMs: 8_000, readLagMinMs: 8_000 }))).toEqual(new Set([8_000]));
+    expect(createFaultController({ readLagMs: 0, readLagMinMs: 0 }, 3).readLagMs()).toBe(0);
+  });
+
+  it('without a floor (or a floor of 0) draws what it always drew, from stream 5 of the seed', () => {
+    const lagRandom = mulberry32(deriveSeed(7, 5));
+    const before = Array.from({ length: 200 }, () => Math.floor(lagRandom() * 1_001));
+    expect(lagDraws({ readLagMs: 1_000 }).slice(0, 200)).toEqual(before);
+    expect(lagDraws({ readLagMs: 1_000, readLagMinMs: 0 }).slice(0, 200)).toEqual(before);
+  });
+
+  it('refuses a floor above the ceiling, naming readLagMinMs', () => {
+    const issue = (config: FaultConfig) => faultConfigSchema.safeParse(config).error?.issues[0];
+    expect(issue({ readLagMs: 1_000, readLagMinMs: 1_001 })).toMatchObject({ path: ['readLagMinMs'], message: expect.stringMatching(/readLagMs: 1000 ms/) });
+    expect(issue({ readLagMinMs: 1 })?.path).toEqual(['readLagMinMs']);
+    expect(issue({ readLagMs: 1_000, readLagMinMs: 1_000 })).toBeUndefined();
+    expect(() => createFaultController({ readLagMs: 10, readLagMinMs: 20 })).toThrow(/readLagMinMs/);
+  });
+
   it('does not shift the fault or latency streams', () => {
     const sequence = (readLagMs: number | undefined) => {
       const faults = createFaultController({ rates: { error5xx: 0.3 }, latencyJitterMs: 50, ...(readLagMs ? { readLagMs } : {}) }, 9);
@@ -30,6 +56,12 @@ describe('sandbox read lag: seeded delays', () => {
     expect(sequence(5_000)).toEqual(sequence(undefined));
   });
 });
+
+/** 500 visibility delays from seed 7. */
+function lagDraws(config: FaultConfig): number[] {
+  const faults = createFaultController(config, 7);
+  return Array.from({ length: 500 }, () => faults.readLagMs());
+}
 
 describe('sandbox read lag: what reads see, on an injected clock', () => {
   let now = 10_000;
