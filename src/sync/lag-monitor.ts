@@ -14,11 +14,11 @@ import type { Redis } from '../redis/connection.ts';
 //     listing is at least this fresh". Not a lag sample: a quiet remote's listing shows nothing new.
 // - when to read (src/sync/read-schedule.ts): per kind of read (`class`: a class our add-class
 //   made; `link`: a join link our edit-class enabled), how long after the write a read is sent. Every
-//   read's outcome moves it, as a stochastic approximation of the READ_QUANTILE of the lag: a read
-//   that found the write shortens it a little, one that did not lengthens it (to at least the age it
-//   failed at) by QUANTILE/(1 − QUANTILE) times as much in log terms, so it settles where about one
-//   read in twenty is too early. Only outcomes are counted, never the age of a success: a read sent
-//   late succeeds late, and taking that as the lag would let the target creep up on itself.
+//   read's outcome moves it, as a stochastic approximation of a high quantile of the lag: a read that
+//   did not find its write doubles it (from at least the age it failed at: the lag was longer), one
+//   that did shortens it by SHRINK, so it settles where about one read in READ_EARLY_SHARE⁻¹ is sent
+//   too early, with the doubling as its margin. Only outcomes count, never the age of a success: a
+//   read sent late succeeds late, and taking that as the lag would let the target creep up.
 //
 // Time comes from Redis (TIME), so processes whose clocks differ share one window. A Redis failure
 // reads as "nothing known": a read goes out at once (a call that may find nothing), and settling has
@@ -27,10 +27,12 @@ import type { Redis } from '../redis/connection.ts';
 /** How far back samples count: a remote whose lag grew counts its new lag within this window. */
 export const LAG_WINDOW_MS = 10 * 60_000;
 
-/** The share of reads the schedule aims to send late enough to find their write. */
-export const READ_QUANTILE = 0.95;
-/** The step of the target's logarithm per read; larger learns faster and wobbles more. */
-const STEP = 0.25;
+/** What a read that found nothing multiplies the delay by (its own re-read waits as long again). */
+const GROW = 2;
+/** What a read that found its write multiplies the delay by. */
+const SHRINK = 0.9875;
+/** The share of reads sent too early where the delay settles: a step up balances this many steps down. */
+export const READ_EARLY_SHARE = Math.log(1 / SHRINK) / (Math.log(GROW) + Math.log(1 / SHRINK));
 /** A target shorter than this is no wait at all: a read is sent at once. */
 const TARGET_FLOOR_MS = 50;
 /** Buckets of the settle evidence. */
@@ -155,8 +157,6 @@ export function createLagMonitor(options: LagMonitorOptions): LagMonitor {
     redis.defineCommand('classroomSyncLagEstimate', { numberOfKeys: 1, lua: ESTIMATE_SCRIPT });
   }
   const now = () => (options.now ? String(options.now()) : '');
-  const grow = Math.exp(STEP * READ_QUANTILE);
-  const shrink = Math.exp(-STEP * (1 - READ_QUANTILE));
   return {
     async readDelay(kind) {
       const target = await redis.hget(key, `target:${kind}`).catch(() => null);
@@ -172,8 +172,8 @@ export function createLagMonitor(options: LagMonitorOptions): LagMonitor {
         visible ? 1 : 0,
         sample ? 1 : 0,
         TARGET_FLOOR_MS,
-        grow,
-        shrink,
+        GROW,
+        SHRINK,
         maxDelayMs,
       ];
       const target = await redis.classroomSyncLagOutcome(key, ...args).catch(() => '0');

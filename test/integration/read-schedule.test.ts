@@ -62,4 +62,19 @@ describe('read schedule', () => {
     const order = (await calls(h)).map((c) => c.operation);
     expect(order).toEqual(['addClass', 'addClass', 'editClass', 'editClass', 'getClass', 'getClass']);
   });
+
+  it('a fresh account pays for learning a fixed lag with its first batch; the next eight send no read too early', async () => {
+    const h = await each.harness({ env: { SYNC_READ_LAG: '2s' } });
+    h.sandbox.faults.set({ readLagMinMs: 1_000, readLagMs: 1_000 });
+    each.syncWorker(h.runtime);
+    await publishBatches(publishDepsOf(h), events('first', 1));
+    await untilAllSynced(h, { count: 1 }, 60_000);
+    const learning = h.sandbox.state().calls.totalCalls;
+    // Refused reads of the class (404) and of its link (no link yet) before each was found.
+    expect(learning).toBeGreaterThan(3);
+
+    await publishBatches(publishDepsOf(h), events('next', 8));
+    await untilAllSynced(h, { count: 9 }, 60_000);
+    expect(h.sandbox.state().calls.totalCalls - learning).toBe(24);
+  });
 });
