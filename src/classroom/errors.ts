@@ -68,6 +68,11 @@ export abstract class ClassroomError extends Error {
   readonly httpStatus: number | undefined;
   readonly bodyStatus: number | undefined;
   readonly remoteMessage: string | undefined;
+  /**
+   * From `Retry-After` when the remote sent one, on any failed answer (a 429, a 503): how long it
+   * asked us to wait. The live service is not known to send it.
+   */
+  readonly retryAfterMs: number | undefined;
 
   constructor(message: string, details: ClassroomErrorDetails) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
@@ -76,6 +81,7 @@ export abstract class ClassroomError extends Error {
     this.httpStatus = details.httpStatus;
     this.bodyStatus = details.bodyStatus;
     this.remoteMessage = details.remoteMessage;
+    this.retryAfterMs = details.retryAfterMs;
   }
 
   /** What a log line or the mapping table may hold about this error. */
@@ -104,12 +110,6 @@ export class RejectedError extends ClassroomError {
 export class ThrottledError extends ClassroomError {
   override readonly name = 'ThrottledError';
   readonly kind = 'throttled';
-  /** From `Retry-After` when the remote sent one; the live service is not known to. */
-  readonly retryAfterMs: number | undefined;
-  constructor(message: string, details: ClassroomErrorDetails) {
-    super(message, details);
-    this.retryAfterMs = details.retryAfterMs;
-  }
 }
 
 export class OutcomeUnknownError extends ClassroomError {
@@ -137,6 +137,20 @@ function reasonOfStatuses(details: ClassroomErrorDetails): FailureReason {
 
 export function isClassroomError(value: unknown): value is ClassroomError {
   return value instanceof ClassroomError;
+}
+
+/**
+ * The Retry-After of the remote's answer behind `error`, if it sent one: the sync layer wraps the
+ * remote's error (a SyncError, a RunStoppedError, the queue's), so it is looked for down the
+ * `cause` chain, at most a few links deep.
+ */
+export function retryAfterOf(error: unknown): number | undefined {
+  let current = error;
+  for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
+    if (isClassroomError(current)) return current.retryAfterMs;
+    current = current.cause;
+  }
+  return undefined;
 }
 
 /** Maps an HTTP status (or a body `status`) to the kind of failure it means. */

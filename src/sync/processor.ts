@@ -10,6 +10,7 @@ import * as mapping from '../mapping/index.ts';
 import { BreakerOpenError } from '../ratelimit/errors.ts';
 import type { Reservation } from '../ratelimit/limiter.ts';
 import { type Clock, monotonicClock } from '../support/clock.ts';
+import { countStepFailure } from './backoff.ts';
 import { DeferError, type Failure, RunStoppedError, SyncError, failureOf, queueAction } from './errors.ts';
 import { type QueueLane, laneOfPriority, priorityOf, queueLaneOf } from './lanes.ts';
 import { runBatch } from './machine.ts';
@@ -103,10 +104,14 @@ async function settle({ job, token, attempt, key, log, deps }: Settling, error: 
       throw new UnrecoverableError(failure.message);
     case 'retry':
     case 'outlast':
-      if (attempt >= (job.opts.attempts ?? 1)) {
-        if (action === 'outlast') return outlastOutage(job, token, failure, log, deps.outageRetryMs ?? DEFAULT_OUTAGE_RETRY_MS);
+      if (attempt < (job.opts.attempts ?? 1)) {
+        // BullMQ retries it after the backoff of its step, which reads this count (src/sync/backoff.ts).
+        await countStepFailure(job, error, log);
+      } else if (action === 'outlast') {
+        return outlastOutage(job, token, failure, log, deps.outageRetryMs ?? DEFAULT_OUTAGE_RETRY_MS);
+      } else if (!(error instanceof RunStoppedError)) {
         // A run that held the lease recorded its last attempt itself (failed, or needs_review in doubt).
-        if (!(error instanceof RunStoppedError)) await recordExhausted(deps, key, failure, attempt, log);
+        await recordExhausted(deps, key, failure, attempt, log);
       }
       throw new Error(failure.message, { cause: error });
   }

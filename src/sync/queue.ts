@@ -2,6 +2,7 @@ import { Queue, type Telemetry } from 'bullmq';
 import { queueTelemetry } from '../telemetry/queue-telemetry.ts';
 import type { Redis } from '../redis/connection.ts';
 import { within } from '../support/timeout.ts';
+import type { BatchState } from '../mapping/index.ts';
 import { type BatchKey, jobIdFor } from './keys.ts';
 import { type QueueLane, priorityOf } from './lanes.ts';
 import { cutAt } from './names.ts';
@@ -11,7 +12,26 @@ export const SYNC_QUEUE = 'batch-sync';
 export const BACKGROUND_QUEUE = 'batch-sync-background';
 export const BACKOFF_STRATEGY = 'full-jitter';
 
-export type SyncJobData = BatchKey & { receivedAt?: string; lane?: QueueLane };
+export type SyncJobData = BatchKey & {
+  receivedAt?: string;
+  lane?: QueueLane;
+  /** The step of the job's newest retried failure and how many in a row it had there: what its backoff reads (src/sync/backoff.ts). */
+  stepFailures?: StepFailures;
+};
+
+/**
+ * A job's consecutive failures in one step: the batch's state its run stopped in, or BEFORE_RUN for a
+ * failure before any run held the lease; and the remote's Retry-After on that failure, when it sent one.
+ */
+export interface StepFailures {
+  step: BatchState | typeof BEFORE_RUN;
+  n: number;
+  retryAfterMs?: number;
+}
+
+/** The step of a failure before a run held the batch's lease (no state of the batch is known then). */
+export const BEFORE_RUN = 'before_run';
+
 type BullQueue = Queue<SyncJobData, SyncResult, string>;
 /** The sync queue (batches under way and live ones) with the background queue beside it. */
 export type SyncQueue = BullQueue & { readonly background: BullQueue };

@@ -3,7 +3,7 @@
 // delay leaves the batch unchanged (a 429 also pauses the fleet, a refused key stops this
 // process), a retry or an outlast keeps the error for operators, a failure is stored as `failed`.
 // The lease is always released on the way out, with the calls the run made.
-import { isClassroomError, isForbidden } from '../classroom/errors.ts';
+import { isClassroomError, isForbidden, retryAfterOf } from '../classroom/errors.ts';
 import * as mapping from '../mapping/index.ts';
 import { DeferError, type Failure, PermanentSyncError, RunStoppedError, SyncError, failureOf, queueAction } from './errors.ts';
 import type { BatchRun } from './steps.ts';
@@ -69,7 +69,7 @@ async function delay(run: BatchRun, failure: Failure, error: unknown): Promise<S
     );
   }
   if (failure.kind === 'throttled') {
-    const pauseMs = (error as { retryAfterMs?: number }).retryAfterMs ?? run.deps.settings.throttlePauseMs;
+    const pauseMs = retryAfterOf(error) ?? run.deps.settings.throttlePauseMs;
     await run.deps.limiter?.pause(pauseMs);
     await release(run, { as: 'attempt_failed', error: failure.message, errorKind: failure.kind });
     return new DeferError(pauseMs, `remote throttled; the fleet pauses ${pauseMs} ms: ${failure.message}`, failure.kind, failure.reason);

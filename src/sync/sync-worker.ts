@@ -1,5 +1,5 @@
 // `classroom-sync worker`: runs sync jobs, and sweeps Postgres for batches that lost their job.
-import { Worker } from 'bullmq';
+import { type MinimalJob, Worker } from 'bullmq';
 import { createClassroomClient } from '../classroom/client.ts';
 import type { Telemetry } from 'bullmq';
 import type { Remotes } from '../accounts/remotes.ts';
@@ -9,7 +9,7 @@ import type { Logger } from '../logging/logger.ts';
 import { type Redis, createRedis } from '../redis/connection.ts';
 import type { Clock } from '../support/clock.ts';
 import { within } from '../support/timeout.ts';
-import { fullJitterBackoff } from './backoff.ts';
+import { stepBackoff } from './backoff.ts';
 import { createCredentialsGuard } from './credentials.ts';
 import { createLagMonitor } from './lag-monitor.ts';
 import { lagKey } from '../ratelimit/keys.ts';
@@ -195,8 +195,9 @@ function createBullWorker(
     lockDuration: config.sync.jobLockMs,
     stalledInterval: Math.max(500, Math.round(config.sync.jobLockMs / 2)),
     settings: {
-      backoffStrategy: (attemptsMade: number, type?: string) =>
-        type === BACKOFF_STRATEGY ? fullJitterBackoff(attemptsMade, config.sync.backoffBaseMs, config.sync.backoffMaxMs) : 1_000,
+      // The wait grows with the failures in a row of the batch's step, not with attemptsMade (backoff.ts).
+      backoffStrategy: (attemptsMade: number, type?: string, _error?: Error, job?: MinimalJob<SyncJobData>) =>
+        type === BACKOFF_STRATEGY ? stepBackoff(job, attemptsMade, { baseMs: config.sync.backoffBaseMs, maxMs: config.sync.backoffMaxMs }) : 1_000,
     },
   });
   worker.on('error', (error) => logger.error({ err: error }, 'worker error'));

@@ -3,9 +3,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createClassroomClient, type ClassroomClient } from '../../src/classroom/client.ts';
-import { CredentialsRefusedError, NotSentError, OutcomeUnknownError, RejectedError, ThrottledError } from '../../src/classroom/errors.ts';
+import { CredentialsRefusedError, NotSentError, OutcomeUnknownError, RejectedError, ThrottledError, retryAfterOf } from '../../src/classroom/errors.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { latestSendMs } from '../../src/ratelimit/limiter.ts';
+import { RunStoppedError, SyncError } from '../../src/sync/errors.ts';
 import { sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
 import { start, useSandbox } from '../helpers/sandbox.ts';
 import { manualClock } from '../helpers/clock.ts';
@@ -100,6 +101,28 @@ describe('classroom client', () => {
     expect(text).not.toContain(base.classroom.apiKey);
     expect(text).not.toContain(base.classroom.xApiKey);
     expect(text).not.toContain(Buffer.from(`${base.classroom.userId}:${base.classroom.apiKey}`).toString('base64'));
+  });
+});
+
+describe('classroom client, Retry-After on a server error', () => {
+  it('is carried by the outcome-unknown error of a 503, and found through the errors that wrap it', async () => {
+    // The sandbox sends Retry-After only with a 429, as the live service might; a 503 gets one here.
+    const server = createServer((_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '3' }).end(JSON.stringify({ status: 503, message: 'Unavailable' }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = createClassroomClient({ ...base.classroom, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+      const error = await client.getClass('0123456789abcdef01234567').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OutcomeUnknownError);
+      expect((error as OutcomeUnknownError).retryAfterMs).toBe(3_000);
+      // As the sync layer and the queue wrap it: a SyncError, the run's RunStoppedError, BullMQ's Error.
+      const stopped = new RunStoppedError(new SyncError('outcome_unknown', 'http_503', 'get-class failed', { cause: error }), 'link_enabled');
+      expect(retryAfterOf(new Error('attempt failed', { cause: stopped }))).toBe(3_000);
+      expect(retryAfterOf(new Error('no remote behind it'))).toBeUndefined();
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 
