@@ -8,7 +8,7 @@
 import type { Job } from 'bullmq';
 import { retryAfterOf } from '../classroom/errors.ts';
 import type { Logger } from '../logging/logger.ts';
-import { RunStoppedError } from './errors.ts';
+import { RunStoppedError, failureOf } from './errors.ts';
 import { BEFORE_RUN, type StepFailures, type SyncJobData, type SyncResult } from './queue.ts';
 
 /**
@@ -41,7 +41,8 @@ export function stepBackoff(job: { data: SyncJobData } | undefined, attemptsMade
 
 /**
  * Stores this failure's step in the job's data: one more in a row when the job's previous failure
- * was in the same step, else the first. The step is the batch's state the run stopped in (a run
+ * was in the same step and of the same kind (a 503 after PostgreSQL was unreachable is the remote's
+ * first), else the first. The step is the batch's state the run stopped in (a run
  * that held the lease throws a RunStoppedError), or BEFORE_RUN.
  *
  * A step that succeeds resets nothing: the batch then moves to another state, so the next failure
@@ -58,10 +59,11 @@ export async function countStepFailure(
   log: Logger,
 ): Promise<void> {
   const step = error instanceof RunStoppedError ? error.batchState : BEFORE_RUN;
+  const { kind } = failureOf(error);
   const previous = job.data.stepFailures;
   const retryAfterMs = retryAfterOf(error);
-  const count = (n: number): StepFailures => ({ step, n, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
-  const data = { ...job.data, stepFailures: count(previous?.step === step ? previous.n + 1 : 1) };
+  const count = (n: number): StepFailures => ({ step, kind, n, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+  const data = { ...job.data, stepFailures: count(previous?.step === step && previous.kind === kind ? previous.n + 1 : 1) };
   try {
     await job.updateData(data);
   } catch (updateError) {

@@ -6,6 +6,7 @@ import type { BatchState } from '../mapping/index.ts';
 import { type BatchKey, jobIdFor } from './keys.ts';
 import { type QueueLane, priorityOf } from './lanes.ts';
 import { cutAt } from './names.ts';
+import type { SyncFailureKind } from './errors.ts';
 
 export const SYNC_QUEUE = 'batch-sync';
 /** Operator work and backfill: a queue with workers of their own, so they never hold a worker slot live work needs. */
@@ -25,6 +26,8 @@ export type SyncJobData = BatchKey & {
  */
 export interface StepFailures {
   step: BatchState | typeof BEFORE_RUN;
+  /** The kind of the failures (src/sync/errors.ts): another kind in the same step counts from 1. */
+  kind: SyncFailureKind;
   n: number;
   retryAfterMs?: number;
 }

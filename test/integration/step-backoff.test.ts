@@ -29,18 +29,18 @@ it("a first 503 on get-class after five failed edit-class waits at most the base
   await untilSynced(h, 'late-503');
 
   expect(failures.map((f) => f.stepFailures)).toEqual([
-    { step: 'created', n: 1 },
-    { step: 'created', n: 2 },
-    { step: 'created', n: 3 },
-    { step: 'created', n: 4 },
-    { step: 'created', n: 5 },
-    { step: 'link_enabled', n: 1 },
+    { step: 'created', kind: 'outcome_unknown', n: 1 },
+    { step: 'created', kind: 'outcome_unknown', n: 2 },
+    { step: 'created', kind: 'outcome_unknown', n: 3 },
+    { step: 'created', kind: 'outcome_unknown', n: 4 },
+    { step: 'created', kind: 'outcome_unknown', n: 5 },
+    { step: 'link_enabled', kind: 'outcome_unknown', n: 1 },
   ]);
   expect(failures.map((f) => f.attemptsMade)).toEqual([1, 2, 3, 4, 5, 6]);
   expect(failures.at(-1)?.delay).toBeLessThanOrEqual(BASE_MS);
   // What the job keeps in Redis: the newest failure's step and count.
   const job = await h.runtime.queue.getJob(jobIdFor(keyOf(h, 'late-503')));
-  expect(job?.data.stepFailures).toEqual({ step: 'link_enabled', n: 1 });
+  expect(job?.data.stepFailures).toEqual({ step: 'link_enabled', kind: 'outcome_unknown', n: 1 });
   const calls = h.sandbox.state({ classes: false }).calls.byOperation;
   expect({ add: calls.addClass?.calls, edit: calls.editClass?.calls, get: calls.getClass?.calls }).toEqual({ add: 1, edit: 6, get: 2 });
 });

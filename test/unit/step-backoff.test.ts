@@ -50,7 +50,7 @@ describe('stepBackoff', () => {
     for (let i = 0; i < 5; i++) ceilings.push(await fail(job, stoppedIn('creating')));
     ceilings.push(await fail(job, stoppedIn('link_enabled')));
     expect(ceilings).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 1_000]);
-    expect(job.data.stepFailures).toEqual({ step: 'link_enabled', n: 1 });
+    expect(job.data.stepFailures).toEqual({ step: 'link_enabled', kind: 'outcome_unknown', n: 1 });
     // BullMQ's count, which the attempts limit reads, still counts every failure.
     expect(job.attemptsMade).toBe(6);
     expect(job.writes.map((d) => d.stepFailures && `${d.stepFailures.step} ${d.stepFailures.n}`)).toEqual([
@@ -63,33 +63,38 @@ describe('stepBackoff', () => {
     ]);
   });
 
-  it('counts failures before any run held the lease as a step of their own, and keeps the rest of the data', async () => {
+  it('counts failures before any run held the lease as a step of their own, of one kind in a row, and keeps the rest of the data', async () => {
     const job = jobOf({ instituteId: 'i1', batchId: 'b1', lane: 'under_way', receivedAt: '2026-11-28T10:00:00Z' });
     await fail(job, new SyncError('not_sent', 'limiter_unavailable', 'no rate-limit slot could be asked for'));
-    await fail(job, new Error('a bug before the lease'));
+    await fail(job, new SyncError('not_sent', 'limiter_unavailable', 'no rate-limit slot could be asked for'));
     expect(job.data).toEqual({
       instituteId: 'i1',
       batchId: 'b1',
       lane: 'under_way',
       receivedAt: '2026-11-28T10:00:00Z',
-      stepFailures: { step: 'before_run', n: 2 },
+      stepFailures: { step: 'before_run', kind: 'not_sent', n: 2 },
     });
+    // Another kind in the same step counts from 1: the step's failures in a row are of one kind.
+    await fail(job, new Error('a bug before the lease'));
+    expect(job.data.stepFailures).toEqual({ step: 'before_run', kind: 'internal', n: 1 });
     await fail(job, stoppedIn('pending'));
-    expect(job.data.stepFailures).toEqual({ step: 'pending', n: 1 });
+    expect(job.data.stepFailures).toEqual({ step: 'pending', kind: 'outcome_unknown', n: 1 });
   });
 
   it("waits at least the remote's Retry-After when it is longer, at most SYNC_BACKOFF_MAX", async () => {
     const job = jobOf();
     expect(await fail(job, stoppedIn('link_enabled', 20_000))).toBe(20_001);
-    expect(job.data.stepFailures).toEqual({ step: 'link_enabled', n: 1, retryAfterMs: 20_000 });
+    expect(job.data.stepFailures).toEqual({ step: 'link_enabled', kind: 'outcome_unknown', n: 1, retryAfterMs: 20_000 });
     // Shorter than the draw: the draw stands (the 2nd in a row: up to 2 s).
     expect(await fail(job, stoppedIn('link_enabled', 500))).toBe(2_000);
     // The next failure without one forgets it.
     await fail(job, stoppedIn('link_enabled'));
-    expect(job.data.stepFailures).toEqual({ step: 'link_enabled', n: 3 });
+    expect(job.data.stepFailures).toEqual({ step: 'link_enabled', kind: 'outcome_unknown', n: 3 });
     // An hour's Retry-After waits SYNC_BACKOFF_MAX; so does the 20th failure in a row.
-    expect(stepBackoff({ data: { ...job.data, stepFailures: { step: 'created', n: 1, retryAfterMs: 3_600_000 } } }, 1, settings, () => 0)).toBe(300_000);
-    expect(stepBackoff({ data: { ...job.data, stepFailures: { step: 'created', n: 20 } } }, 20, settings, top) + 1).toBe(300_000);
+    expect(
+      stepBackoff({ data: { ...job.data, stepFailures: { step: 'created', kind: 'outcome_unknown', n: 1, retryAfterMs: 3_600_000 } } }, 1, settings, () => 0),
+    ).toBe(300_000);
+    expect(stepBackoff({ data: { ...job.data, stepFailures: { step: 'created', kind: 'outcome_unknown', n: 20 } } }, 20, settings, top) + 1).toBe(300_000);
   });
 
   it('a job with no count stored waits by its attempts, as before', () => {
@@ -106,7 +111,7 @@ describe('stepBackoff', () => {
     job.attemptsMade = 4;
     await expect(countStepFailure(job, stoppedIn('created'), logger)).resolves.toBeUndefined();
     expect(warnings).toEqual(['could not store the failures of the step in the job; its backoff counts every failure of the job instead']);
-    expect(job.data.stepFailures).toEqual({ step: 'created', n: 5 });
+    expect(job.data.stepFailures).toEqual({ step: 'created', kind: 'outcome_unknown', n: 5 });
     expect(stepBackoff(job, job.attemptsMade + 1, settings, top) + 1).toBe(16_000);
   });
 });
