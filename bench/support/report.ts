@@ -1,5 +1,6 @@
 // How every benchmark reports: one JSON line (machine-readable), a table on the terminal, and its
 // own section of bench/RESULTS.md (replaced on each run; other benchmarks' sections are kept).
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +47,8 @@ export interface Report {
   /** Everything measured, for the JSON line. */
   figures: Record<string, unknown>;
   rows: Row[];
+  /** A markdown table (its lines) after the rows, on the terminal and in RESULTS.md: figures side by side. */
+  table?: string[];
   /** Settings and what was measured, one sentence each (RESULTS.md). */
   notes: string[];
 }
@@ -59,6 +62,7 @@ export function publish(report: Report): void {
     console.log(`${row.figure.padEnd(width)}  ${row.value}${goal}`);
   }
   console.log(`${'machine'.padEnd(width)}  ${describeMachine(report.machine)}`);
+  if (report.table) console.log(['', ...report.table].join('\n'));
   writeSection(report.bench, renderSection(report));
 }
 
@@ -76,6 +80,7 @@ function renderSection(report: Report): string {
     '|---|---|---|',
     ...report.rows.map((r) => `| ${r.figure} | ${r.value} | ${r.goal ? `${r.goal} ${r.met ? '(met)' : '(**missed**)'}` : ''} |`),
     '',
+    ...(report.table ? [...report.table, ''] : []),
     ...report.notes.map((n) => `- ${n}`),
   ];
   return lines.join('\n').trimEnd();
@@ -96,6 +101,17 @@ function writeSection(bench: string, body: string): void {
   const names = [...ORDER.filter((n) => sections.has(n)), ...[...sections.keys()].filter((n) => !ORDER.includes(n))];
   const text = [HEADER, ...names.map((n) => `<!-- bench:${n} -->\n${sections.get(n)}\n<!-- /bench:${n} -->\n`)].join('\n');
   writeFileSync(RESULTS, text);
+}
+
+/** The commit measured (BENCH_COMMIT where there is no git checkout, e.g. a `git archive` of it). */
+export function commit(): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
+  } catch {
+    return process.env.BENCH_COMMIT ?? 'unknown';
+  }
 }
 
 /** Least-squares slope of y over x. */
