@@ -54,7 +54,7 @@ async function main(): Promise<void> {
 
 const fixed = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
 
-/** All calls over the floor: three a batch, plus one for each fault the sandbox injected. */
+/** All calls over the floor: three a batch, plus the calls the injected faults force (bench/support/calls-run.ts). */
 const ofFloor = (run: CallsRun, batches: number) => run.calls / (3 * batches + run.forced);
 
 /** The goals of issue #39, per scenario. */
@@ -140,7 +140,7 @@ function report(runs: CallsRun[], s: CallsSettings, machine: Machine): void {
       `Commit ${commit()}. N = ${s.batches} batches published at once; R = ${s.rate} calls a minute, the sandbox's limit (429 beyond) and CLASSROOM_RATE_LIMIT_PER_MINUTE; one in-process worker (\`createSyncWorker\`), otherwise default settings (SYNC_READ_LAG 30 s, SYNC_CONCURRENCY 8); sandbox in-process, answering at once, seed ${s.seed}.`,
       '`lag L s`: every class, and every newly enabled join link, is readable exactly L s after its write (`readLagMinMs` = `readLagMs`); `lag [0, L] s`: a seeded delay in [0, L] each. `faults`: every operation fails with HTTP 5xx before storing (5 %), 5xx after storing (5 %) or HTTP 200 with body status 500 (5 %), as in bench:settle.',
       "Calls: every call the sandbox answered (its `calls.totalCalls`, 429s included). Refused for lag: get-class or edit-class that arrived before its class was readable (answered 404), and get-class of a readable class before its new join link was (answered without it); classified as each call arrives, so a few of them got a fault or a 429 instead. Audit remote_call rows: the worker's own record of the calls it sent (outcome not `not_sent`), a cross-check.",
-      'Forced: one call for each fault the sandbox injected (the call it spoilt). An add-class of unknown outcome also needs a listing to settle it, which the floor does not count: within 10 % of 3 N + forced means those listings are few or shared.',
+      "Forced: one call for each fault the sandbox injected (the call it spoilt), and one listing for each on add-class (its outcome is unknown, and only the listing settles it). A second add-class after a 5xx that made nothing is one of the batch's three. Within 10 % of 3 N + forced means the listings read again while waiting for evidence, and the reads refused for lag, are few or shared.",
       'Batches a minute: (synced − 1) ÷ the time from the first synced batch to the last (synced_at), over R ÷ 3. Rate-limit use: the calls the sandbox admitted in that window (its counter sampled every 250 ms), a minute, over R; the limiter schedules at 0.98 R. The batches in flight when the first one syncs made some of their calls before the window, so with few batches the ratio reads above 1 (1.06 with 60 batches, no lag).',
     ],
   });

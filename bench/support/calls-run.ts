@@ -143,7 +143,9 @@ function fromSandbox(sandbox: RunningSandbox, lagRefused: LagRefusals) {
   const faultsByOperation = Object.fromEntries(
     Object.entries(ops).map(([op, c]) => [op, Object.entries(c.outcomes).reduce((sum, [o, n]) => sum + (faultKinds.includes(o) ? n : 0), 0)]),
   );
-  const forced = Object.values(truth.calls.faultsInjected).reduce((a, b) => a + b, 0);
+  // Each fault costs the call it failed; one on add-class leaves its outcome unknown, and only a
+  // listing can settle that: one more call the fault forces.
+  const forced = Object.values(truth.calls.faultsInjected).reduce((a, b) => a + b, 0) + (faultsByOperation.addClass ?? 0);
   return {
     seed: truth.seed,
     calls: truth.calls.totalCalls,
@@ -153,7 +155,7 @@ function fromSandbox(sandbox: RunningSandbox, lagRefused: LagRefusals) {
     rateLimited: Object.values(ops).reduce((sum, c) => sum + (c.outcomes.rateLimited ?? 0), 0),
     faultsInjected: truth.calls.faultsInjected,
     faultsByOperation,
-    /** One call for each injected fault: the call it failed, or the read that settles it. */
+    /** One call for each injected fault (the call it failed), and a listing for each on add-class (its outcome is unknown). */
     forced,
     classes: truth.classCount,
     duplicates: Object.values(truth.bySentName).reduce((sum, n) => sum + Math.max(0, n - 1), 0),
