@@ -15,8 +15,9 @@ import type { Redis } from '../redis/connection.ts';
 // - when to read (src/sync/read-schedule.ts): per kind of read (`class`: a class our add-class
 //   made; `link`: a join link our edit-class enabled), how long after the write a read is sent. Every
 //   read's outcome moves it, as a stochastic approximation of a high quantile of the lag: a read that
-//   did not find its write doubles it (from at least the age it failed at: the lag was longer), one
-//   that did shortens it by SHRINK, so it settles where about one read in READ_EARLY_SHARE⁻¹ is sent
+//   did not find its write sets it to at least twice the age it failed at (the lag was longer than
+//   that; reads sent together and failing together double it once, not once each), one that did
+//   shortens it by SHRINK, so it settles where about one read in READ_EARLY_SHARE⁻¹ is sent
 //   too early, with the doubling as its margin. Only outcomes count, never the age of a success: a
 //   read sent late succeeds late, and taking that as the lag would let the target creep up.
 //
@@ -27,7 +28,7 @@ import type { Redis } from '../redis/connection.ts';
 /** How far back samples count: a remote whose lag grew counts its new lag within this window. */
 export const LAG_WINDOW_MS = 10 * 60_000;
 
-/** What a read that found nothing multiplies the delay by (its own re-read waits as long again). */
+/** A read that found nothing sets the delay to at least this many times its age (its own re-read waits as long again). */
 const GROW = 2;
 /** What a read that found its write multiplies the delay by. */
 const SHRINK = 0.9875;
@@ -108,7 +109,7 @@ if ARGV[6] == '1' then
   target = target * tonumber(ARGV[10])
   if target < tonumber(ARGV[8]) then target = 0 end
 else
-  target = math.min(tonumber(ARGV[11]), math.max(target, age, tonumber(ARGV[8])) * tonumber(ARGV[9]))
+  target = math.min(tonumber(ARGV[11]), math.max(target, math.max(age, tonumber(ARGV[8])) * tonumber(ARGV[9])))
 end
 redis.call('HSET', KEYS[1], field, tostring(target))
 if ARGV[7] == '1' then record('read', age) end
