@@ -12,6 +12,7 @@ import { within } from '../support/timeout.ts';
 import { fullJitterBackoff } from './backoff.ts';
 import { createCredentialsGuard } from './credentials.ts';
 import { LagMonitor } from './lag-monitor.ts';
+import { accountListings } from './institute-listing.ts';
 import type { SyncSettings, Transition } from './machine.ts';
 import type { ProcessorDeps, SyncAccount } from './types.ts';
 import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
@@ -133,7 +134,7 @@ type SyncProcessor = ReturnType<typeof createSyncProcessor>;
  * account is refused takes no jobs until one works again; otherwise only the refused account's
  * jobs wait (src/sync/credentials.ts).
  */
-function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes'>, pools: () => Worker<SyncJobData, SyncResult>[]) {
+function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes' | 'redis' | 'config'>, pools: () => Worker<SyncJobData, SyncResult>[]) {
   const { logger, remotes } = deps;
   const named = remotes.all.length > 1;
   let paused = false;
@@ -158,7 +159,8 @@ function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes'>, pools: (
       account: named ? account.name : undefined,
       onChange,
     });
-    all.push({ name: account.name, classroom: remote.classroom, limiter: remote.limiter, credentials, lagMonitor: new LagMonitor() });
+    const listings = accountListings(deps.redis, { queuePrefix: deps.config.queuePrefix, classroom: account.classroom }, logger);
+    all.push({ name: account.name, classroom: remote.classroom, limiter: remote.limiter, credentials, lagMonitor: new LagMonitor(), listings });
   }
   const byName = new Map(all.map((account) => [account.name, account]));
   const forInstitute = (instituteId: string) => {
