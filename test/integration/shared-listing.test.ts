@@ -3,16 +3,22 @@
 // own: adopted or created once, never two classes for one batch. Counts are the sandbox's own.
 import { describe, expect, it } from 'vitest';
 import { publishBatchCreated, publishBatches } from '../../src/intake/publish.ts';
+import { createLogger } from '../../src/logging/logger.ts';
+import { budgetKey } from '../../src/ratelimit/keys.ts';
+import { runReconciliation } from '../../src/reconcile/run.ts';
+import { reconcileDepsOf, reconcileOptionsOf } from '../../src/reconcile/setup.ts';
 import { SyncError } from '../../src/sync/errors.ts';
-import { type InstituteListings, createInstituteListings } from '../../src/sync/institute-listing.ts';
+import { type InstituteListings, accountListings, createInstituteListings } from '../../src/sync/institute-listing.ts';
 import { runBatch } from '../../src/sync/machine.ts';
 import { rowOf, untilAllSynced } from '../helpers/batches.ts';
 import { type Harness, publishDepsOf } from '../helpers/harness.ts';
 import { keyOf, runDeps } from '../helpers/runs.ts';
 import { useHarness, useHarnessWithWorker } from '../helpers/use-harness.ts';
 
+const logger = createLogger({ level: 'silent' });
 const callsOf = (h: Harness, operation: 'listClasses' | 'addClass') => h.sandbox.state({ classes: false }).calls.byOperation[operation]?.calls ?? 0;
 const listCalls = (h: Harness) => callsOf(h, 'listClasses');
+const owner = (h: Harness) => ({ queuePrefix: h.config.queuePrefix, classroom: h.config.accounts[0]!.classroom });
 
 let attempt = 0;
 /** One run of the batch, as its job would make it, with the process's shared listings. */
@@ -52,6 +58,27 @@ describe('runs of batches in doubt', () => {
     expect(await rowOf(h, 'nb-twin')).toMatchObject({ state: 'needs_review', classId: null });
     expect(listCalls(h) - before).toBe(2);
     expect(h.sandbox.state().byName['Twin class']).toBe(2);
+  });
+
+  it("settles a batch on the reconcile pass's listing, with no listing call of its own", async () => {
+    await inDoubt(h, 'rc-1', 'Reconciled in doubt', 'error5xxAfterStore');
+    const before = listCalls(h);
+    await runReconciliation(reconcileDepsOf(h.runtime), { trigger: 'test', ...reconcileOptionsOf(h.config), linkChecks: 0 });
+    expect(listCalls(h) - before).toBe(1);
+    // Another process's listings: nothing in memory, only the copy the pass left in Redis.
+    expect(await runWith(h, 'rc-1', accountListings(h.runtime.redis, owner(h), logger))).toEqual({});
+    expect(listCalls(h) - before).toBe(1);
+    const row = await rowOf(h, 'rc-1');
+    expect(row).toMatchObject({ state: 'synced' });
+    expect(row?.classId).toBe(h.sandbox.state().classes?.find((c) => c.name === 'Reconciled in doubt')?.id);
+    expect(h.sandbox.state().byName['Reconciled in doubt']).toBe(1);
+  });
+
+  it('a pass with no batch in doubt leaves no copy', async () => {
+    const key = `${budgetKey(owner(h))}:listing:${h.config.classroom.instituteId}`;
+    await h.runtime.redis.del(key);
+    await runReconciliation(reconcileDepsOf(h.runtime), { trigger: 'test', ...reconcileOptionsOf(h.config), linkChecks: 0 });
+    expect(await h.runtime.redis.exists(key)).toBe(0);
   });
 
   it('a refused listing shared by two batches is each one’s listing_refused, from one call', async () => {
