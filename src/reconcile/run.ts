@@ -12,6 +12,7 @@ import { describeInstituteFailure } from './institute-failure.ts';
 import { batchesOf, institutesToReconcile, loadMappings, withoutLiveJob } from './mappings.ts';
 import { ReportBuilder } from './report.ts';
 import { repair } from './repair.ts';
+import { type ListingCacheFor, databaseClock, shareListing } from './share-listing.ts';
 import { closeRun, lastLinkCursor, openRun } from '../mapping/index.ts';
 import { DEFAULT_LINK_CHECKS, DEFAULT_REPAIR_SETTINGS, type ReconcileReport, type RepairSettings } from './types.ts';
 
@@ -22,6 +23,8 @@ export interface ReconcileDeps {
   /** The sync queue: repairs re-enqueue batches on it. */
   queue: SyncQueue;
   logger: Logger;
+  /** Where a listing is shared with batches in doubt (src/reconcile/share-listing.ts); none: not shared. */
+  listingCache?: ListingCacheFor | undefined;
 }
 
 export interface ReconcileOptions {
@@ -63,7 +66,8 @@ export async function runReconciliation(deps: ReconcileDeps, options: ReconcileO
   let cursor: number | null = null;
   try {
     const institutes = options.instituteIds ?? (await institutesToReconcile(deps.db, [options.defaultInstituteId, ...(options.configuredInstituteIds ?? [])]));
-    for (const instituteId of institutes) await reconcileInstitute(deps, options, builder, instituteId);
+    const dbNow = databaseClock(opened.startedAt);
+    for (const instituteId of institutes) await reconcileInstitute(deps, options, builder, instituteId, dbNow);
     cursor = await builder.timed('linkChecks', () => runLinkChecks(deps, options, builder));
     if (!dryRun) builder.setRepairs(await builder.timed('repairs', () => repair(deps, builder.repairInput(repairSettingsOf(options)), opened.id)));
   } catch (error) {
@@ -84,13 +88,25 @@ export async function runReconciliation(deps: ReconcileDeps, options: ReconcileO
 }
 
 /** The listing is read before the mappings, so a class stored in between is "recent", never "missing". */
-async function reconcileInstitute(deps: ReconcileDeps, options: ReconcileOptions, builder: ReportBuilder, instituteId: string): Promise<void> {
+async function reconcileInstitute(
+  deps: ReconcileDeps,
+  options: ReconcileOptions,
+  builder: ReportBuilder,
+  instituteId: string,
+  dbNow: () => number,
+): Promise<void> {
   try {
     const classroom = await deps.clientFor(instituteId);
-    const listing = await builder.timed('listing', () => classroom.listClasses(instituteId));
+    // When the request left, by the database's clock: a batch in doubt may settle on this listing.
+    let readAt: number | undefined;
+    const beforeSend = async () => {
+      readAt = dbNow();
+    };
+    const listing = await builder.timed('listing', () => classroom.listClasses(instituteId, {}, { beforeSend }));
     const mappings = await builder.timed('mappings', () =>
       loadMappings(deps.db, instituteId, { stuckAfterMs: options.stuckAfterMs, graceMs: options.graceMs ?? options.stuckAfterMs }),
     );
+    await shareListing(deps.listingCache?.(instituteId), instituteId, { readAt, listing }, mappings);
     const noLiveJob = await builder.timed('jobStates', () => withoutLiveJob(deps.queue, instituteId, mappings));
     const classification = await builder.timed('classify', async () =>
       classify({ instituteId, mappings, listing, noLiveJob, ...(options.nameRules ? { rules: options.nameRules } : {}) }),

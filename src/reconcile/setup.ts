@@ -5,7 +5,9 @@ import type { Config } from '../config/config.ts';
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { SyncQueue } from '../sync/queue.ts';
+import type { Redis } from '../redis/connection.ts';
 import { clientsOf } from './accounts.ts';
+import { listingCachesOf } from './share-listing.ts';
 import type { ReconcileDeps, ReconcileOptions } from './run.ts';
 
 /** What a pass's dependencies are made from (a Runtime has all of it). */
@@ -16,11 +18,16 @@ export interface ReconcileSources {
   /** The sync queue: repairs re-enqueue batches on it. */
   queue: SyncQueue;
   logger: Logger;
+  /** The Redis of the accounts' rate limits, and its prefix: a pass shares listings with batches in doubt through it (none: not shared). */
+  redis?: Redis | undefined;
+  config?: Pick<Config, 'queuePrefix'> | undefined;
 }
 
 /** Fresh for each pass: the accounts' breakers are read once per pass. */
 export function reconcileDepsOf(sources: ReconcileSources, logger = sources.logger): ReconcileDeps {
-  return { db: sources.database.db, clientFor: clientsOf(sources.remotes), queue: sources.queue, logger };
+  const { redis, config } = sources;
+  const listingCache = redis && config ? listingCachesOf(redis, config.queuePrefix, sources.remotes) : undefined;
+  return { db: sources.database.db, clientFor: clientsOf(sources.remotes), queue: sources.queue, logger, listingCache };
 }
 
 export function reconcileOptionsOf(config: Pick<Config, 'classroom' | 'accounts' | 'sync'>) {

@@ -1,5 +1,7 @@
 import type { Result } from 'ioredis';
+import { type BudgetOwner, lagKey } from '../ratelimit/keys.ts';
 import type { Redis } from '../redis/connection.ts';
+import { READ_LAG_PATIENCE } from './read-lag.ts';
 
 // How long the remote takes to show our own writes, kept per account in Redis so every process of
 // the fleet (and one started a minute ago) knows what the others measured. Two things are kept in
@@ -190,4 +192,9 @@ export function createLagMonitor(options: LagMonitorOptions): LagMonitor {
       return { maxMs, samples, listingFreshMs: fresh < 0 ? undefined : fresh };
     },
   };
+}
+
+/** The account's monitor: its hash under the key's budget; no read put off past the read-lag patience. */
+export function accountLagMonitor(redis: Redis, owner: BudgetOwner, readLagMs: number): LagMonitor {
+  return createLagMonitor({ redis, key: lagKey(owner), maxDelayMs: READ_LAG_PATIENCE * readLagMs });
 }

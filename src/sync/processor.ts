@@ -48,6 +48,7 @@ export function createSyncProcessor(processorDeps: ProcessorDeps) {
         limiter: account.limiter,
         credentials: account.credentials,
         lagMonitor: account.lagMonitor,
+        listings: account.listings,
       };
       const slot = await slotForLane(account, job, processorDeps.sharedSlots === true, clock);
       // On the last attempt the run itself records a failure that will not be retried, under its lease.

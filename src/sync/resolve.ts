@@ -3,7 +3,6 @@
 // class is a mess in the remote and two join links in circulation; a batch in needs_review is one
 // operator's glance. So: create only when no listed class could plausibly be ours; adopt only a
 // single strong candidate that no other batch could also claim; anything in between goes to review.
-import type { CallOptions, ClassroomClient } from '../classroom/client.ts';
 import type { ClassroomError } from '../classroom/errors.ts';
 import { isSafeId } from '../classroom/ids.ts';
 import type { InstituteListing } from '../classroom/schemas.ts';
@@ -54,11 +53,13 @@ export interface ListingRead {
   listed: ReadonlySet<string>;
 }
 
-export async function resolveUnknownCreate(classroom: ClassroomClient, input: ResolveInput, options: CallOptions = {}): Promise<ListingRead> {
-  // The whole listing, not a searchTerm query: a remote that shortened or re-cased the name would
-  // not find it by our spelling, and "nothing found" is what licenses a second POST.
-  const listing = await classroom.listClasses(input.instituteId, {}, options);
-  const listed = listedIds(listing);
+/**
+ * The decision on a listing of the whole institute (perhaps shared by several batches:
+ * src/sync/institute-listing.ts); `listed` is `listedIds(listing)`. The whole listing, not a
+ * searchTerm query: a remote that shortened or re-cased the name would not find it by our spelling,
+ * and "nothing found" is what licenses a second POST.
+ */
+export async function resolveFromListing(listing: InstituteListing, listed: ReadonlySet<string>, input: ResolveInput): Promise<ListingRead> {
   const candidates = findCandidates(listing, input.className, input.rules);
   if (candidates.length === 0) return { resolution: { decision: 'create' }, listed };
   const ids = candidates.map((c) => c._id).filter((id): id is string => typeof id === 'string');

@@ -13,8 +13,8 @@ import { queueLaneOf } from './lanes.ts';
 import type { LeaseKeeper } from './lease-keeper.ts';
 import { ReadLag } from './read-lag.ts';
 import type { SyncDeps } from './types.ts';
-import { type ListingRead, listingRefused, resolveUnknownCreate } from './resolve.ts';
-import { observeListing, settleRow } from './settle.ts';
+import { type SharedListing, listingFor } from './institute-listing.ts';
+import { decideOnListing, listingFailure } from './shared-settle.ts';
 import { changeStepOf } from './change-steps.ts';
 import type { StepRun } from './run-handle.ts';
 import { enableLink, readLink } from './link-steps.ts';
@@ -143,31 +143,24 @@ export class BatchRun implements StepRun {
   }
 
   private async resolveCreate(): Promise<void> {
-    const { settleMs, nameRules, leaseMs } = this.deps.settings;
+    const { settleMs, leaseMs } = this.deps.settings;
     const row = this.row;
     const waitMs = (row.createSentAt?.getTime() ?? 0) + settleMs - this.lag.start.getTime();
     if (waitMs > 0) {
       throw new DeferError(waitMs + 50, `add-class outcome unknown; reading the listing after a ${settleMs} ms settle delay`, 'busy', 'settle_delay');
     }
-    const readAt = this.lag.now();
-    let read: ListingRead;
+    // Only a listing read since then can show the class (src/sync/institute-listing.ts: one listing settles many).
+    const notBefore = row.createSentAt ? row.createSentAt.getTime() + settleMs : this.lag.start.getTime();
+    let shared: SharedListing;
     try {
-      const claims = (ids: string[]) => mapping.claimsOnCandidates(this.deps.db, row, ids);
-      const input = { instituteId: row.instituteId, className: row.className, rules: nameRules, claims };
-      read = await resolveUnknownCreate(this.deps.classroom, input, this.callOptions());
+      shared = await listingFor(this, notBefore);
     } catch (error) {
-      // The institute did answer the add-class; a listing that does not know it yet is lagging.
-      if (isNotFound(error) && row.createSentAt && this.lag.patienceLeft(row.createSentAt) > 0)
-        throw this.lag.notVisibleYet(row.createSentAt, `institute ${row.instituteId}`);
-      // Only the listing settles a doubt: refused, it is asked again, and never read as "nothing made".
-      if (isClassroomError(error) && error.kind === 'rejected') throw listingRefused(error);
-      throw error;
+      throw listingFailure(this.lag, row, error);
     }
-    const { resolution } = read;
     // "Not listed" is believed only on evidence that the listing would show the class (settle.ts).
-    const acks = resolution.decision === 'create' || this.deps.lagMonitor ? await observeListing(this.deps, row.instituteId, readAt, read.listed) : [];
-    const settled = resolution.decision === 'create' ? await settleRow(this.deps, row, readAt, read.listed, acks) : undefined;
-    if (settled && !settled.believed) throw this.lag.listingLag(row.createSentAt ?? new Date(readAt), settled.retryInMs);
+    const { resolution, settled } = await decideOnListing(this.deps, row, shared);
+    if (settled && !settled.believed)
+      throw this.lag.listingLag(row.createSentAt ?? new Date(shared.readAt), shared.retryInMs(settled.retryInMs, this.lag.now()));
     const settledBy = settled?.believed ? settled.evidence : undefined;
     this.log.info({ decision: resolution.decision, settledBy: settledBy?.by }, 'resolved an add-class of unknown outcome by reading the listing');
     if (resolution.decision === 'adopt') return this.storeClassId(resolution.classId, 'adopted', resolution.remoteName);

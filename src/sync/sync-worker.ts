@@ -11,9 +11,8 @@ import type { Clock } from '../support/clock.ts';
 import { within } from '../support/timeout.ts';
 import { stepBackoff } from './backoff.ts';
 import { createCredentialsGuard } from './credentials.ts';
-import { createLagMonitor } from './lag-monitor.ts';
-import { lagKey } from '../ratelimit/keys.ts';
-import { READ_LAG_PATIENCE } from './read-lag.ts';
+import { accountLagMonitor } from './lag-monitor.ts';
+import { accountListings } from './institute-listing.ts';
 import type { SyncSettings, Transition } from './machine.ts';
 import type { ProcessorDeps, SyncAccount } from './types.ts';
 import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
@@ -138,7 +137,6 @@ type SyncProcessor = ReturnType<typeof createSyncProcessor>;
 function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes' | 'redis' | 'config'>, pools: () => Worker<SyncJobData, SyncResult>[]) {
   const { logger, remotes, redis } = deps;
   const { queuePrefix } = deps.config;
-  const patienceMs = READ_LAG_PATIENCE * deps.config.sync.readLagMs;
   const named = remotes.all.length > 1;
   let paused = false;
   const all: SyncAccount[] = [];
@@ -162,8 +160,10 @@ function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes' | 'redis' 
       account: named ? account.name : undefined,
       onChange,
     });
-    const lagMonitor = createLagMonitor({ redis, key: lagKey({ queuePrefix, classroom: account.classroom }), maxDelayMs: patienceMs });
-    all.push({ name: account.name, classroom: remote.classroom, limiter: remote.limiter, credentials, lagMonitor });
+    const owner = { queuePrefix, classroom: account.classroom };
+    const lagMonitor = accountLagMonitor(redis, owner, deps.config.sync.readLagMs);
+    const listings = accountListings(redis, owner, logger);
+    all.push({ name: account.name, classroom: remote.classroom, limiter: remote.limiter, credentials, lagMonitor, listings });
   }
   const byName = new Map(all.map((account) => [account.name, account]));
   const forInstitute = (instituteId: string) => {

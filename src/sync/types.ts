@@ -6,6 +6,7 @@ import type { BatchKey, BatchState, Db, MappingRow } from '../mapping/index.ts';
 import type { RateLimiter } from '../ratelimit/limiter.ts';
 import type { Clock } from '../support/clock.ts';
 import type { CredentialsGuard } from './credentials.ts';
+import type { InstituteListings } from './institute-listing.ts';
 import type { LagMonitor } from './lag-monitor.ts';
 import type { NameRules } from './matching.ts';
 
@@ -47,6 +48,8 @@ export interface SyncDeps {
   credentials?: CredentialsGuard | undefined;
   /** The account's measured read lag: evidence for settling an unknown add-class (none: patience or a witness only). */
   lagMonitor?: LagMonitor | undefined;
+  /** The account's listings shared by batches in doubt (none: each run reads its own). */
+  listings?: InstituteListings | undefined;
   /**
    * What a run is timed by: its lease's deadline and heartbeat, the database's clock advanced from
    * the lease grant (read lag, settling), and its waits in place. Default: the monotonic clock.
@@ -61,6 +64,7 @@ export interface SyncAccount {
   limiter: RateLimiter;
   credentials: CredentialsGuard;
   lagMonitor: LagMonitor;
+  listings?: InstituteListings | undefined;
 }
 
 /** What the queue's processor needs: a run's dependencies, less the account, which each batch picks. */

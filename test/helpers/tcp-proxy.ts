@@ -9,12 +9,17 @@ export interface TcpProxy {
   /** Drops every connection and refuses new ones until `restore`. */
   cut(): void;
   restore(): void;
+  /** Stops passing bytes either way, connections left open (a server that stopped answering), until `thaw`. */
+  freeze(): void;
+  thaw(): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const open = new Set<Socket>();
+  const pairs = new Set<[Socket, Socket]>();
   let down = false;
+  let frozen = false;
   const server = createServer((client) => {
     if (down) return void client.destroy();
     const upstream = connect(target.port, target.host);
@@ -26,7 +31,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         upstream.destroy();
       });
     }
-    client.pipe(upstream).pipe(client);
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
+    client.on('close', () => pairs.delete(pair));
+    if (!frozen) client.pipe(upstream).pipe(client);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const cut = () => {
@@ -38,6 +46,17 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     cut,
     restore: () => {
       down = false;
+    },
+    freeze: () => {
+      frozen = true;
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+      }
+    },
+    thaw: () => {
+      frozen = false;
+      for (const [client, upstream] of pairs) client.pipe(upstream).pipe(client);
     },
     close: () =>
       new Promise<void>((resolve) => {
