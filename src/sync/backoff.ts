@@ -63,7 +63,10 @@ export async function countStepFailure(
   const previous = job.data.stepFailures;
   const retryAfterMs = retryAfterOf(error);
   const count = (n: number): StepFailures => ({ step, kind, n, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
-  const data = { ...job.data, stepFailures: count(previous?.step === step && previous.kind === kind ? previous.n + 1 : 1) };
+  // Never more in a row than BullMQ's failures of this job since it was (re)started: an operator's
+  // retry resets those (resetAttemptsMade), and the count the job kept from before is not this step's.
+  const inRow = previous?.step === step && previous.kind === kind ? Math.min(previous.n, job.attemptsMade) : 0;
+  const data = { ...job.data, stepFailures: count(inRow + 1) };
   try {
     await job.updateData(data);
   } catch (updateError) {

@@ -18,6 +18,10 @@ function foldersOf(dir: string): string[] {
 }
 
 describe('ARCHITECTURE.md', () => {
+  it('carries no unresolved merge conflict', () => {
+    expect(doc.split('\n').filter((line) => /^(<{7}|={7}|>{7})( |$)/.test(line))).toEqual([]);
+  });
+
   it('names every folder of src/ in its code map', () => {
     const code = doc.slice(doc.indexOf('## Code map'), doc.indexOf('## One batch'));
     const missing = foldersOf(join(root, 'src')).filter((folder) => {
