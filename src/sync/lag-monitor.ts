@@ -2,6 +2,7 @@ import type { Result } from 'ioredis';
 import { type BudgetOwner, lagKey } from '../ratelimit/keys.ts';
 import type { Redis } from '../redis/connection.ts';
 import { READ_LAG_PATIENCE } from './read-lag.ts';
+import { withTimeout } from '../support/timeout.ts';
 
 // How long the remote takes to show our own writes, kept per account in Redis so every process of
 // the fleet (and one started a minute ago) knows what the others measured. Two things are kept in
@@ -57,10 +58,15 @@ export interface LagMonitor {
   /** How long after its write a read of `kind` is sent (0: at once). */
   readDelay(kind: ReadKind): Promise<number>;
   /**
-   * A read of `kind` sent `ageMs` after its write found it (`visible`) or not; moves the target and,
-   * with `sample`, records the age as settle evidence. Returns the new target.
+   * A read of `kind` sent `ageMs` after its write (`writeId`: the class's id) found it (`visible`) or
+   * not; moves the target and, with `sample`, records the age as settle evidence. Returns the new target.
    */
-  readOutcome(kind: ReadKind, ageMs: number, visible: boolean, sample: boolean): Promise<number>;
+  readOutcome(kind: ReadKind, ageMs: number, visible: boolean, sample: boolean, writeId?: string): Promise<number>;
+  /**
+   * The write was not lagging but gone (a class the remote no longer knows, a join link that did not
+   * stick): when it raised the delay last, its raises are taken back.
+   */
+  forget(kind: ReadKind, writeId: string): Promise<void>;
   /** Settle evidence from a listing (or, for tests, a read). */
   record(lagMs: number, source: LagSource): Promise<void>;
   /** The window's evidence, summarised; undefined when it could not be read. */
@@ -102,7 +108,9 @@ const RECORD_SCRIPT = `${NOW}${RECORD}
 record(ARGV[4], tonumber(ARGV[5]))
 return 1`;
 
-// ARGV[4] kind, [5] age ms, [6] visible 1/0, [7] sample 1/0, [8] floor, [9] grow, [10] shrink, [11] cap.
+// ARGV[4] kind, [5] age ms, [6] visible 1/0, [7] sample 1/0, [8] floor, [9] grow, [10] shrink, [11] cap,
+// [12] the write's id. The write that raised the delay last, and the delay before its raises, are
+// kept so that a verdict that the write is gone (not lagging) can take its raises back (FORGET).
 const OUTCOME_SCRIPT = `${NOW}${RECORD}
 local field = 'target:' .. ARGV[4]
 local target = tonumber(redis.call('HGET', KEYS[1], field)) or 0
@@ -111,12 +119,25 @@ if ARGV[6] == '1' then
   target = target * tonumber(ARGV[10])
   if target < tonumber(ARGV[8]) then target = 0 end
 else
+  if redis.call('HGET', KEYS[1], 'raiser:' .. ARGV[4]) ~= ARGV[12] then
+    redis.call('HSET', KEYS[1], 'raiser:' .. ARGV[4], ARGV[12], 'base:' .. ARGV[4], tostring(target))
+  end
   target = math.min(tonumber(ARGV[11]), math.max(target, math.max(age, tonumber(ARGV[8])) * tonumber(ARGV[9])))
 end
 redis.call('HSET', KEYS[1], field, tostring(target))
 if ARGV[7] == '1' then record('read', age) end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return tostring(target)`;
+
+// ARGV[1] kind, [2] the write's id: when it raised the delay last, the delay goes back to what it was
+// before (or stays lower, if successes have brought it down since).
+const FORGET_SCRIPT = `
+if redis.call('HGET', KEYS[1], 'raiser:' .. ARGV[1]) ~= ARGV[2] then return 0 end
+local base = tonumber(redis.call('HGET', KEYS[1], 'base:' .. ARGV[1])) or 0
+local target = tonumber(redis.call('HGET', KEYS[1], 'target:' .. ARGV[1])) or 0
+redis.call('HSET', KEYS[1], 'target:' .. ARGV[1], tostring(math.min(target, base)))
+redis.call('HDEL', KEYS[1], 'raiser:' .. ARGV[1], 'base:' .. ARGV[1])
+return 1`;
 
 // Returns {max, samples, fresh or -1} over the buckets wholly inside the window.
 const ESTIMATE_SCRIPT = `${NOW}
@@ -139,6 +160,7 @@ declare module 'ioredis' {
     classroomSyncLagRecord(key: string, now: string, window: number, bucket: number, source: string, ms: number): Result<number, Context>;
     classroomSyncLagOutcome(key: string, ...args: Array<string | number>): Result<string, Context>;
     classroomSyncLagEstimate(key: string, now: string, window: number, bucket: number): Result<number[], Context>;
+    classroomSyncLagForget(key: string, kind: string, writeId: string): Result<number, Context>;
   }
 }
 
@@ -158,35 +180,28 @@ export function createLagMonitor(options: LagMonitorOptions): LagMonitor {
     redis.defineCommand('classroomSyncLagRecord', { numberOfKeys: 1, lua: RECORD_SCRIPT });
     redis.defineCommand('classroomSyncLagOutcome', { numberOfKeys: 1, lua: OUTCOME_SCRIPT });
     redis.defineCommand('classroomSyncLagEstimate', { numberOfKeys: 1, lua: ESTIMATE_SCRIPT });
+    redis.defineCommand('classroomSyncLagForget', { numberOfKeys: 1, lua: FORGET_SCRIPT });
   }
   const now = () => (options.now ? String(options.now()) : '');
   return {
     async readDelay(kind) {
-      const target = await redis.hget(key, `target:${kind}`).catch(() => null);
+      const target = await bounded(redis, () => redis.hget(key, `target:${kind}`));
       return Math.min(maxDelayMs, Math.max(0, Number(target ?? 0) || 0));
     },
-    async readOutcome(kind, ageMs, visible, sample) {
-      const args = [
-        now(),
-        LAG_WINDOW_MS,
-        BUCKET_MS,
-        kind,
-        Math.max(0, Math.round(ageMs)),
-        visible ? 1 : 0,
-        sample ? 1 : 0,
-        TARGET_FLOOR_MS,
-        GROW,
-        SHRINK,
-        maxDelayMs,
-      ];
-      const target = await redis.classroomSyncLagOutcome(key, ...args).catch(() => '0');
-      return Number(target) || 0;
+    async readOutcome(kind, ageMs, visible, sample, writeId = '') {
+      const age = Math.max(0, Math.round(ageMs));
+      const args = [now(), LAG_WINDOW_MS, BUCKET_MS, kind, age, visible ? 1 : 0, sample ? 1 : 0, TARGET_FLOOR_MS, GROW, SHRINK, maxDelayMs, writeId];
+      const target = await bounded(redis, () => redis.classroomSyncLagOutcome(key, ...args));
+      return Number(target ?? 0) || 0;
+    },
+    async forget(kind, writeId) {
+      await bounded(redis, () => redis.classroomSyncLagForget(key, kind, writeId));
     },
     async record(lagMs, source) {
-      await redis.classroomSyncLagRecord(key, now(), LAG_WINDOW_MS, BUCKET_MS, source, Math.max(0, Math.round(lagMs))).catch(() => undefined);
+      await bounded(redis, () => redis.classroomSyncLagRecord(key, now(), LAG_WINDOW_MS, BUCKET_MS, source, Math.max(0, Math.round(lagMs))));
     },
     async estimate() {
-      const read = await redis.classroomSyncLagEstimate(key, now(), LAG_WINDOW_MS, BUCKET_MS).catch(() => undefined);
+      const read = await bounded(redis, () => redis.classroomSyncLagEstimate(key, now(), LAG_WINDOW_MS, BUCKET_MS));
       if (!read) return undefined;
       const [maxMs = 0, samples = 0, fresh = -1] = read.map(Number);
       return { maxMs, samples, listingFreshMs: fresh < 0 ? undefined : fresh };
@@ -197,4 +212,13 @@ export function createLagMonitor(options: LagMonitorOptions): LagMonitor {
 /** The account's monitor: its hash under the key's budget; no read put off past the read-lag patience. */
 export function accountLagMonitor(redis: Redis, owner: BudgetOwner, readLagMs: number): LagMonitor {
   return createLagMonitor({ redis, key: lagKey(owner), maxDelayMs: READ_LAG_PATIENCE * readLagMs });
+}
+
+/** The longest a run waits for Redis here: past it, nothing is known (the cheap mistake), and the run goes on. */
+const COMMAND_MS = 250;
+
+/** A command's answer, or undefined when Redis is not connected, fails or is slow. */
+async function bounded<T>(redis: Redis, command: () => Promise<T>): Promise<T | undefined> {
+  if (redis.status !== 'ready') return undefined;
+  return withTimeout(command(), COMMAND_MS, 'the read-lag monitor').catch(() => undefined);
 }

@@ -18,7 +18,10 @@ export async function callOnClass<T>(run: StepRun, classId: string, operation: '
     answer = await call();
   } catch (error) {
     const scheduleMs = isNotFound(error) ? await run.readDone(timing, false) : run.stopMeasuring();
-    throw run.lag.classGone(error, run.current.classCreatedAt, classId, operation, scheduleMs);
+    const thrown = run.lag.classGone(error, run.current.classCreatedAt, classId, operation, scheduleMs);
+    // Gone, not lagging: its 404s taught the account nothing about the lag.
+    if (thrown instanceof SyncError && thrown.kind === 'class_unknown') await run.deps.lagMonitor?.forget('class', classId);
+    throw thrown;
   }
   await run.readDone(timing, true);
   return answer;
@@ -46,7 +49,9 @@ export async function readLink(run: StepRun): Promise<void> {
   if (!record.joinMagicLink) {
     const enabledAt = run.current.linkEnabledAt;
     if (enabledAt && run.lag.patienceLeft(enabledAt) > 0) throw run.lag.notVisibleYet(enabledAt, `the join link of class ${classId}`, scheduleMs);
-    // The edit did not stick (or was undone on the remote): enable it again on the next attempt.
+    // The edit did not stick (or was undone on the remote): enable it again on the next attempt. Its
+    // reads that found no link were not lag.
+    await run.deps.lagMonitor?.forget('link', classId);
     run.unstored.linkEnabledAt = undefined;
     await run.write('created', (events) => mapping.redoLinkStep(run.deps.db, run.lease, run.deps.settings.leaseMs, events));
     throw new SyncError('remote_inconsistent', 'link_not_kept', `class ${classId} has no join link after enabling it; will enable it again`);

@@ -66,5 +66,5 @@ export async function readDone(run: StepRun, timing: ReadTiming | undefined, vis
   // Settle evidence is the class's visibility: a failure is a lower bound, a success an upper one
   // when it came when scheduled (a read put off by a retry's backoff would overstate the lag).
   const sample = timing.kind === 'class' && (!visible || measuring || ageMs <= 2 * timing.delayMs + 2_000);
-  return monitor.readOutcome(timing.kind, ageMs, visible, sample);
+  return monitor.readOutcome(timing.kind, ageMs, visible, sample, run.current.classId ?? '');
 }

@@ -1,13 +1,17 @@
 // The account's read lag as the fleet knows it (src/sync/lag-monitor.ts): settle evidence in a
 // window that forgets, and a read schedule every process shares, moved by outcomes only.
 import { randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis } from '../../src/redis/connection.ts';
 import { LAG_WINDOW_MS, READ_EARLY_SHARE, createLagMonitor } from '../../src/sync/lag-monitor.ts';
 import { REDIS_URL } from '../helpers/harness.ts';
 
 const redis = createRedis(REDIS_URL, 'worker');
 const other = createRedis(REDIS_URL, 'worker');
+// The monitor asks nothing of a connection that is not ready yet (it reads as "nothing known").
+beforeAll(async () => {
+  await Promise.all([redis.ping(), other.ping()]);
+});
 afterAll(async () => {
   await redis.quit();
   await other.quit();
@@ -92,6 +96,21 @@ describe('read schedule', () => {
     // Ten batches acknowledged together, each read when the schedule said, none finding its class yet.
     for (let i = 0; i < 10; i += 1) await monitor.readOutcome('class', delay + i, false, false);
     expect(await monitor.readDelay('class')).toBe(2 * (delay + 9));
+  });
+
+  it("takes back a gone write's raises when it raised last, and no one else's", async () => {
+    const monitor = createLagMonitor({ redis, key: key(), maxDelayMs: 300_000 });
+    await monitor.readOutcome('class', 500, false, false, 'other');
+    await monitor.readOutcome('class', 1_000, false, false, 'gone');
+    await monitor.readOutcome('class', 2_000, false, false, 'gone');
+    expect(await monitor.readDelay('class')).toBe(4_000);
+    await monitor.forget('class', 'gone');
+    // Back to where the other write had put it.
+    expect(await monitor.readDelay('class')).toBe(1_000);
+    // A write that did not raise it last changes nothing.
+    await monitor.readOutcome('class', 1_500, false, false, 'late');
+    await monitor.forget('class', 'other');
+    expect(await monitor.readDelay('class')).toBe(3_000);
   });
 
   it('does not creep up on late successes, and comes down when the lag does', async () => {

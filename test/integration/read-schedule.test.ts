@@ -10,10 +10,13 @@ import { type Harness, publishDepsOf } from '../helpers/harness.ts';
 import { useHarnessPerTest } from '../helpers/use-harness.ts';
 
 const each = useHarnessPerTest();
+// These tests count calls: CLASSROOM_TIMEOUT is the remote's own, not the harness's 1 s, or a call
+// slowed by a loaded machine would time out and rightly be sent again, one call more.
 
 /** What another process of the account learned: reads of either kind find their write after `lagMs`. */
 async function learned(h: Harness, lagMs: number): Promise<number> {
   const account = h.config.accounts[0]!;
+  await h.runtime.redis.ping();
   const monitor = createLagMonitor({
     redis: h.runtime.redis,
     key: lagKey({ queuePrefix: h.config.queuePrefix, classroom: account.classroom }),
@@ -36,7 +39,7 @@ async function calls(h: Harness): Promise<Array<{ batchId: string; operation: st
 
 describe('read schedule', () => {
   it('a worker starts from the lag the fleet measured: no read is refused, three calls a batch', async () => {
-    const h = await each.harness({ env: { SYNC_READ_LAG: '2s' } });
+    const h = await each.harness({ env: { SYNC_READ_LAG: '2s', CLASSROOM_TIMEOUT: '15s' } });
     // Each class, then each join link, is visible after its own delay in [0, 1 s].
     h.sandbox.faults.set({ readLagMs: 1_000 });
     expect(await learned(h, 1_000)).toBeGreaterThan(1_000);
@@ -52,7 +55,7 @@ describe('read schedule', () => {
   });
 
   it('a batch waiting for its read holds no worker slot: the next batch is created meanwhile', async () => {
-    const h = await each.harness({ env: { SYNC_READ_LAG: '2s', SYNC_CONCURRENCY: '1' } });
+    const h = await each.harness({ env: { SYNC_READ_LAG: '2s', SYNC_CONCURRENCY: '1', CLASSROOM_TIMEOUT: '15s' } });
     await learned(h, 3_000);
     each.syncWorker(h.runtime);
     await publishBatches(publishDepsOf(h), events('slot', 2));
@@ -64,22 +67,24 @@ describe('read schedule', () => {
   });
 
   it('a fresh account pays for learning a fixed lag with its first batch; the next eight send no read too early', async () => {
-    const h = await each.harness({ env: { SYNC_READ_LAG: '2s' } });
+    const h = await each.harness({ env: { SYNC_READ_LAG: '2s', CLASSROOM_TIMEOUT: '15s' } });
     h.sandbox.faults.set({ readLagMinMs: 1_000, readLagMs: 1_000 });
     each.syncWorker(h.runtime);
     await publishBatches(publishDepsOf(h), events('first', 1));
     await untilAllSynced(h, { count: 1 }, 60_000);
     const learning = h.sandbox.state().calls.totalCalls;
+    const learnt = JSON.stringify(h.sandbox.state().calls.byOperation);
     // Refused reads of the class (404) and of its link (no link yet) before each was found.
     expect(learning).toBeGreaterThan(3);
 
     await publishBatches(publishDepsOf(h), events('next', 8));
     await untilAllSynced(h, { count: 9 }, 60_000);
-    expect(h.sandbox.state().calls.totalCalls - learning).toBe(24);
+    const { totalCalls, byOperation } = h.sandbox.state().calls;
+    expect(totalCalls - learning, `${learnt} then ${JSON.stringify(byOperation)}`).toBe(24);
   });
 
   it('with no lag learned, a batch goes from add-class to synced in one run, never through the queue', async () => {
-    const h = await each.harness({ env: { SYNC_READ_LAG: '2s' } });
+    const h = await each.harness({ env: { SYNC_READ_LAG: '2s', CLASSROOM_TIMEOUT: '15s' } });
     const results: string[] = [];
     each.syncWorker(h.runtime, { onJobResult: (result) => results.push(result) });
     await publishBatches(publishDepsOf(h), events('now', 5));

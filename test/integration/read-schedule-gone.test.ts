@@ -1,10 +1,8 @@
-// Issue #39 review: the read schedule is moved by outcomes only, and a read that found nothing sets
-// the account's delay to at least twice its age. A class that is gone from the remote (deleted by
-// someone, as the fault suite does to 4 % of classes) is not lag: its batch re-reads it at doubling
-// ages until the read-lag patience ends, and each 404 doubles the account's delay, up to its cap
-// (10 × SYNC_READ_LAG). Every later batch of the account then waits that long before its first read,
-// with a remote that answers at once: here 2 s for batches the remote shows in 0 ms, in production
-// 300 s, for the ~300 successful reads the × 0.9875 steps take to come back down.
+// A class gone from the remote (deleted by someone, as the fault suite does to 4 % of classes) is not
+// lag: its batch re-reads it at doubling ages until the read-lag patience ends, each 404 raising the
+// account's read delay. Once the verdict is in (class_unknown), those raises are taken back: every
+// later batch of the account would otherwise wait up to the cap (10 × SYNC_READ_LAG) before its
+// first read, with a remote that answers at once.
 import { expect, it } from 'vitest';
 import { publishBatches } from '../../src/intake/publish.ts';
 import { lagKey } from '../../src/ratelimit/keys.ts';

@@ -1,4 +1,4 @@
-// Issue #39 review: backoff belongs to the step, counted in the job's data (stepFailures). An
+// Backoff belongs to the step, counted in the job's data (stepFailures). An
 // operator's `retry` puts the batch's failed job back with its attempts reset (BullMQ's
 // resetAttemptsMade), but the job's data still holds the count of the failures that wrote the batch
 // off: the first failure after the retry then counts as the (attempts)th in a row, and waits up to
@@ -42,7 +42,10 @@ it("after an operator's retry, the step's first failure is counted as the first,
   await untilSynced(h, 'retry-backoff');
 
   const after = failures.slice(before);
-  expect(after.map((f) => f.attemptsMade), 'BullMQ counted the failure after the retry as the first').toEqual([1]);
+  expect(
+    after.map((f) => f.attemptsMade),
+    'BullMQ counted the failure after the retry as the first',
+  ).toEqual([1]);
   // The first failure of its step since the operator's retry: counted 1, its wait at most the base.
   expect(after.map((f) => f.stepFailures)).toEqual([{ step: 'creating', kind: 'listing_refused', n: 1 }]);
   expect(after[0]?.delay).toBeLessThanOrEqual(BASE_MS);
