@@ -106,7 +106,9 @@ export function settleNotListed(input: SettleInput): Settled {
     }
   }
   if (readAt >= patienceAt) return { believed: true, evidence: { by: 'patience', sinceSentMs: readAt - sentAt } };
-  const poll = Math.min(POLL_MAX_MS, Math.max(POLL_MIN_MS, (readAt - (endedAt ?? sentAt)) / 2));
+  // A listing seen leaving out a class acknowledged `staleMs` ago is unlikely to show one sent at
+  // `sentAt` before `sentAt + staleMs`: reading it sooner would cost a call to find nothing new.
+  const poll = Math.max(sentAt + staleMs - readAt, Math.min(POLL_MAX_MS, Math.max(POLL_MIN_MS, (readAt - (endedAt ?? sentAt)) / 2)));
   return { believed: false, retryInMs: Math.max(50, Math.min(evidenceAt - readAt + 50, poll)) };
 }
 

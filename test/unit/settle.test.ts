@@ -98,4 +98,17 @@ describe('settleNotListed', () => {
     expect(settled.retryInMs).toBeGreaterThan(0);
     expect(T0 + 5_000 + settled.retryInMs).toBeLessThanOrEqual(evidenceAt + 50);
   });
+
+  it('reads a listing seen lagging no sooner than it could show the class, and still by the evidence', () => {
+    // The listing leaves out a class acknowledged 20 s before it was read: ours, sent at T0, is not
+    // likely to show before T0 + 20 s, so the next read is then, not in a second.
+    const acks = [ack('older', T0 - 15_000)];
+    const settled = settleNotListed(input({ readAt: T0 + 5_000, acks, measured: undefined }));
+    if (settled.believed) throw new Error('believed too soon');
+    expect(settled.retryInMs).toBeGreaterThanOrEqual(20_000 - 5_000 - 50);
+    // With the evidence due sooner than that, it reads when the evidence is due.
+    const due = settleNotListed(input({ readAt: T0 + 5_000, acks, measured: measured(100, MIN_LAG_SAMPLES, 0) }));
+    if (due.believed) throw new Error('believed too soon');
+    expect(T0 + 5_000 + due.retryInMs).toBeLessThanOrEqual(T0 + 1_000 + LATE + LAG_FACTOR * 20_000 + LAG_SLACK_MS + 50);
+  });
 });
