@@ -12,7 +12,6 @@
 // CLASSROOM_TIMEOUT set (but SYNC_READ_LAG with --read-lag); 60 batches published at once; waits
 // (at most 15 minutes) for all of them to be synced, failed or needs_review. A remote_call row's `at`
 // is written when the call has ended (src/sync/journal.ts), so the end of a call is its `at`.
-import { execFileSync } from 'node:child_process';
 import { loadConfig } from '../src/config/config.ts';
 import { parseDuration } from '../src/config/duration.ts';
 import { publishBatches } from '../src/intake/publish.ts';
@@ -20,7 +19,7 @@ import { createLogger } from '../src/logging/logger.ts';
 import { createRuntime, publishDepsOf } from '../src/runtime/runtime.ts';
 import { type SandboxState, sandboxOptionsFromConfig, startSandbox } from '../src/sandbox/index.ts';
 import { createSyncWorker } from '../src/sync/sync-worker.ts';
-import { type Machine, type Row, machineAtEnd, machineAtStart, publish, quantile, round } from './support/report.ts';
+import { type Machine, type Row, commit, machineAtEnd, machineAtStart, publish, quantile, round } from './support/report.ts';
 import { argValue, benchEvents, createScratch, scratchPool, sleep } from './support/scratch.ts';
 
 const SCENARIOS = ['no-lag', 'lag'] as const;
@@ -154,17 +153,6 @@ async function collect(pool: Pool, truth: SandboxState) {
     callsByOperation: Object.fromEntries(Object.entries(truth.calls.byOperation).map(([op, c]) => [op, c.calls])),
     slowBatches: [...slowBatches].sort(),
   };
-}
-
-/** The commit measured (BENCH_COMMIT where there is no git checkout, e.g. a `git archive` of it). */
-function commit(): string {
-  try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] })
-      .toString()
-      .trim();
-  } catch {
-    return process.env.BENCH_COMMIT ?? 'unknown';
-  }
 }
 
 const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
