@@ -1,8 +1,8 @@
 import type { Result } from 'ioredis';
 import { type BudgetOwner, lagKey } from '../ratelimit/keys.ts';
+import { askBounded } from '../redis/bounded.ts';
 import type { Redis } from '../redis/connection.ts';
 import { READ_LAG_PATIENCE } from './read-lag.ts';
-import { withTimeout } from '../support/timeout.ts';
 
 // How long the remote takes to show our own writes, kept per account in Redis so every process of
 // the fleet (and one started a minute ago) knows what the others measured. Two things are kept in
@@ -217,8 +217,4 @@ export function accountLagMonitor(redis: Redis, owner: BudgetOwner, readLagMs: n
 /** The longest a run waits for Redis here: past it, nothing is known (the cheap mistake), and the run goes on. */
 const COMMAND_MS = 250;
 
-/** A command's answer, or undefined when Redis is not connected, fails or is slow. */
-async function bounded<T>(redis: Redis, command: () => Promise<T>): Promise<T | undefined> {
-  if (redis.status !== 'ready') return undefined;
-  return withTimeout(command(), COMMAND_MS, 'the read-lag monitor').catch(() => undefined);
-}
+const bounded = <T>(redis: Redis, command: () => Promise<T>) => askBounded(redis, COMMAND_MS, 'the read-lag monitor', command);

@@ -8,9 +8,9 @@
 // asked, and any failure is a miss (the caller reads the listing itself).
 import { createHash, randomBytes } from 'node:crypto';
 import { type InstituteListing, listingSchema } from '../classroom/schemas.ts';
+import { askBounded } from '../redis/bounded.ts';
 import type { Redis } from '../redis/connection.ts';
 import { type Clock, monotonicClock } from '../support/clock.ts';
-import { withTimeout } from '../support/timeout.ts';
 
 /**
  * Listings larger than this (JSON characters, about bytes) are not copied into Redis: every waiting
@@ -93,15 +93,8 @@ export function createListingCache(options: ListingCacheOptions): ListingCache {
     const name = /^[A-Za-z0-9_-]{1,64}$/.test(instituteId) ? instituteId : createHash('sha256').update(instituteId).digest('hex').slice(0, 16);
     return [`${accountKey}:listing:${name}`, `${accountKey}:listing-lock:${name}`];
   };
-  const run = async (script: string, instituteId: string, args: (string | number)[]): Promise<unknown[] | undefined> => {
-    if (redis.status !== 'ready') return undefined;
-    try {
-      return (await withTimeout(redis.eval(script, 2, ...keys(instituteId), ...args), COMMAND_MS, 'the listing cache')) as unknown[];
-    } catch (error) {
-      onError?.(error);
-      return undefined;
-    }
-  };
+  const run = (script: string, instituteId: string, args: (string | number)[]): Promise<unknown[] | undefined> =>
+    askBounded(redis, COMMAND_MS, 'the listing cache', () => redis.eval(script, 2, ...keys(instituteId), ...args) as Promise<unknown[]>, onError);
   return {
     async turn(instituteId, minReadAt, waitMs) {
       const token = randomBytes(8).toString('hex');
