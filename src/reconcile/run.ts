@@ -12,7 +12,8 @@ import { describeInstituteFailure } from './institute-failure.ts';
 import { batchesOf, institutesToReconcile, loadMappings, withoutLiveJob } from './mappings.ts';
 import { ReportBuilder } from './report.ts';
 import { repair } from './repair.ts';
-import { type ListingCacheFor, databaseClock, shareListing } from './share-listing.ts';
+import { type ListingCacheFor, shareListing } from './share-listing.ts';
+import { clockFrom } from '../support/clock.ts';
 import { closeRun, lastLinkCursor, openRun } from '../mapping/index.ts';
 import { DEFAULT_LINK_CHECKS, DEFAULT_REPAIR_SETTINGS, type ReconcileReport, type RepairSettings } from './types.ts';
 
@@ -66,7 +67,7 @@ export async function runReconciliation(deps: ReconcileDeps, options: ReconcileO
   let cursor: number | null = null;
   try {
     const institutes = options.instituteIds ?? (await institutesToReconcile(deps.db, [options.defaultInstituteId, ...(options.configuredInstituteIds ?? [])]));
-    const dbNow = databaseClock(opened.startedAt);
+    const dbNow = clockFrom(opened.startedAt);
     for (const instituteId of institutes) await reconcileInstitute(deps, options, builder, instituteId, dbNow);
     cursor = await builder.timed('linkChecks', () => runLinkChecks(deps, options, builder));
     if (!dryRun) builder.setRepairs(await builder.timed('repairs', () => repair(deps, builder.repairInput(repairSettingsOf(options)), opened.id)));

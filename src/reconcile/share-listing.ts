@@ -4,11 +4,9 @@
 // like every listing a batch settles on; nothing else of the pass is shared.
 import type { Remotes } from '../accounts/remotes.ts';
 import type { InstituteListing } from '../classroom/schemas.ts';
-import { budgetKey } from '../ratelimit/keys.ts';
 import type { Redis } from '../redis/connection.ts';
-import { monotonicClock } from '../support/clock.ts';
-import { LISTING_FRESH_MS } from '../sync/institute-listing.ts';
-import { type ListingCache, createListingCache } from '../sync/listing-cache.ts';
+import { accountListingCache } from '../sync/institute-listing.ts';
+import type { ListingCache } from '../sync/listing-cache.ts';
 import type { Mapping } from './mappings.ts';
 
 /** The fleet's copy of an institute's listing, under the rate-limit key of the account serving it. */
@@ -18,14 +16,8 @@ export function listingCachesOf(redis: Redis, queuePrefix: string, remotes: Pick
   return (instituteId) => {
     const remote = remotes.forInstitute(instituteId);
     if (!remote) return undefined;
-    return createListingCache({ redis, accountKey: budgetKey({ queuePrefix, classroom: remote.account.classroom }), ttlMs: LISTING_FRESH_MS });
+    return accountListingCache(redis, { queuePrefix, classroom: remote.account.classroom });
   };
-}
-
-/** The database's clock from one reading of it (`at`, taken now), advanced by the monotonic clock. */
-export function databaseClock(at: Date): () => number {
-  const local = monotonicClock.now();
-  return () => at.getTime() + (monotonicClock.now() - local);
 }
 
 /** A batch whose run settles an add-class of unknown outcome from the listing (src/sync/steps.ts `resolveCreate`). */

@@ -33,3 +33,13 @@ export const monotonicClock: Clock = { now: () => performance.now(), sleep, afte
  * expiry, a Retry-After date, a count kept in Redis for the whole fleet).
  */
 export const systemClock: Clock = { now: () => Date.now(), sleep, after };
+
+/**
+ * Another clock's time from one reading of it (`reading`, taken just before this call), advanced by
+ * `clock` (the monotonic one unless given another): the database's clock as a run or a pass keeps it
+ * without asking again. It trails the other clock by however long the reading took to arrive.
+ */
+export function clockFrom(reading: Date, clock: Pick<Clock, 'now'> = monotonicClock): () => number {
+  const local = clock.now();
+  return () => reading.getTime() + (clock.now() - local);
+}

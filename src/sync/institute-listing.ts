@@ -133,7 +133,12 @@ export function createInstituteListings(deps: InstituteListingsDeps = {}): Insti
 /** An account's shared listings, its copies in Redis under its rate-limit key (one per account and process). */
 export function accountListings(redis: Redis, owner: BudgetOwner, logger: Pick<Logger, 'debug'>): InstituteListings {
   const onError = (error: unknown) => logger.debug({ err: error }, 'the shared listing copy in Redis failed; reading the listing without it');
-  return createInstituteListings({ cache: createListingCache({ redis, accountKey: budgetKey(owner), ttlMs: LISTING_FRESH_MS, onError }) });
+  return createInstituteListings({ cache: accountListingCache(redis, owner, onError) });
+}
+
+/** The account's copies of its institutes' listings, kept as long as a batch would take one as fresh. */
+export function accountListingCache(redis: Redis, owner: BudgetOwner, onError?: (error: unknown) => void): ListingCache {
+  return createListingCache({ redis, accountKey: budgetKey(owner), ttlMs: LISTING_FRESH_MS, ...(onError ? { onError } : {}) });
 }
 
 /** The listing read by this caller alone (a run with no `InstituteListings`): nothing shared. */

@@ -8,27 +8,22 @@
 // windows have passed; in between, the batch waits (no attempt used) and each wait is logged as a
 // warning that names the setting to raise.
 import { isNotFound } from '../classroom/errors.ts';
-import { type Clock, monotonicClock } from '../support/clock.ts';
+import { type Clock, clockFrom, monotonicClock } from '../support/clock.ts';
 import { DeferError, NotVisibleYetError, SyncError } from './errors.ts';
 
 /** How many SYNC_READ_LAG windows a read must keep missing a write before it is believed. */
 export const READ_LAG_PATIENCE = 10;
 
 export class ReadLag {
-  /** `clock`'s time when the database's clock read `startedAt`. */
-  private readonly localStart: number;
+  /** The database's clock now. */
+  readonly now: () => number;
 
   constructor(
     private readonly startedAt: Date,
     private readonly readLagMs: number,
-    private readonly clock: Pick<Clock, 'now'> = monotonicClock,
+    clock: Pick<Clock, 'now'> = monotonicClock,
   ) {
-    this.localStart = clock.now();
-  }
-
-  /** The database's clock now. */
-  now(): number {
-    return this.startedAt.getTime() + (this.clock.now() - this.localStart);
+    this.now = clockFrom(startedAt, clock);
   }
 
   /** When the run started, by the database's clock. */
