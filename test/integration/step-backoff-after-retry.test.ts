@@ -8,7 +8,7 @@ import { publishBatchCreated } from '../../src/intake/publish.ts';
 import type { StepFailures } from '../../src/sync/queue.ts';
 import { retryBatches } from '../../src/sync/retry-batches.ts';
 import { rowOf, untilSynced, untilTerminal } from '../helpers/batches.ts';
-import { publishDepsOf } from '../helpers/harness.ts';
+import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { addClassCalls, keyOf } from '../helpers/runs.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 
@@ -26,6 +26,8 @@ it("after an operator's retry, the step's first failure is counted as the first,
   });
   await publishBatchCreated(publishDepsOf(h), { batchId: 'retry-backoff', name: 'Retry backoff', subject: 'Logic' });
   expect(await untilTerminal(h, 'retry-backoff')).toMatchObject({ state: 'needs_review', classId: null });
+  // The row is written inside the last attempt; BullMQ tells of that attempt's failure a moment later.
+  await waitFor(() => failures.length >= 4 || undefined, "the last attempt's failure");
   const before = failures.length;
   // The add-class in doubt (outcome_unknown), then the refused listings counted in a row (the last attempt's is not counted).
   expect(failures.map((f) => f.stepFailures && `${f.stepFailures.kind} ${f.stepFailures.n}`)).toEqual([
