@@ -1,13 +1,15 @@
 // A worker's webhook delivery thread that dies is started again, after a backoff, and shows while it
 // is down: the metrics, /readyz (degraded, still 200: syncing goes on) and the log. A message written
 // while it was down is delivered by the new thread. The backoff runs on a clock the test moves.
+import { readFile, readdir } from 'node:fs/promises';
+import { platform } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { publishBatchCreated } from '../../src/intake/publish.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { outbox } from '../../src/mapping/index.ts';
 import { ANNOUNCE_EVERY_MS, ROUTE_FRESH_MS } from '../../src/webhooks/announce.ts';
 import { restartDelayMs, startWebhookThread } from '../../src/webhooks/index.ts';
-import { RESTART_MAX_MS } from '../../src/webhooks/thread.ts';
+import { DELIVERY_NICE, RESTART_MAX_MS } from '../../src/webhooks/thread.ts';
 import { untilSynced } from '../helpers/batches.ts';
 import { manualClock } from '../helpers/clock.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
@@ -16,6 +18,13 @@ import { newSecret, startReceiver } from '../helpers/webhook-receiver.ts';
 import { call, startTestWorker } from './http-helpers.ts';
 
 const each = useHarnessPerTest();
+
+/** The nice value of each of this process's threads (Linux: the 19th field of /proc/self/task/<tid>/stat). */
+async function niceValues(): Promise<number[]> {
+  const tasks = await readdir('/proc/self/task');
+  const stats = await Promise.all(tasks.map((tid) => readFile(`/proc/self/task/${tid}/stat`, 'utf8').catch(() => undefined)));
+  return stats.flatMap((stat) => (stat === undefined ? [] : [Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])]));
+}
 
 /** The value of an unlabelled series on /metrics, or undefined when absent. */
 async function series(url: string, name: string): Promise<number | undefined> {
@@ -94,6 +103,17 @@ describe('the webhook delivery thread', () => {
   it('waits 1 s, 2 s, 4 s … up to 30 s between threads that die young: under the minute a route stays fresh', () => {
     expect([0, 1, 2, 3, 4, 5, 6, 20].map(restartDelayMs)).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]);
     expect(RESTART_MAX_MS).toBeLessThan(ROUTE_FRESH_MS - ANNOUNCE_EVERY_MS);
+  });
+
+  // Loaded at normal priority, then lowered: loading at the lowest one took over 30 s on a saturated machine.
+  it.runIf(platform() === 'linux')('runs at the lowest priority (nice 19) once started, beside the threads it leaves at theirs', async () => {
+    const before = await niceValues();
+    const h = await each.harness();
+    const worker = await startTestWorker(h, { WEBHOOK_URL: 'http://127.0.0.1:9/hooks', WEBHOOK_SECRET: newSecret() });
+    each.defer(() => worker.stop());
+    await waitFor(async () => (await niceValues()).filter((n) => n === DELIVERY_NICE).length === 1 || undefined, 'one thread at nice 19');
+    expect(before.filter((n) => n === DELIVERY_NICE)).toEqual([]);
+    expect(worker.webhooks.state().status).toBe('running');
   });
 
   it('closed while waiting to start again, starts none', async () => {
