@@ -32,8 +32,8 @@ export function doubtRows(d: DoubtFigures, k: ChangeChecks): [string, string][] 
       `${k.leftDoubt.length} / ${k.cancelNotEnded.length} / ${k.unexpectedFailed.length} / ${k.unexpectedAbandoned.length}`,
     ],
     [
-      'lease audit: calls checked / unattributed / without a live lease / least margin (ms) / under the 250 ms guard',
-      `${JSON.stringify(lease.checked)} / ${lease.unattributed} / ${lease.violations.length} / ${lease.minMarginMs ?? '-'} / ${lease.underGuard}`,
+      'lease audit: calls checked / unattributed / without a live lease / sent under one, read late / least margin (ms) / under the 250 ms guard',
+      `${JSON.stringify(lease.checked)} / ${lease.unattributed} / ${lease.violations.length} / ${lease.lateArrivals.length} / ${lease.minMarginMs ?? '-'} / ${lease.underGuard}`,
     ],
     ['webhooks last word: checked / wrong / missing', `${d.lastWord.checked} / ${d.lastWord.wrong.length} / ${d.lastWord.missing.length}`],
   ];
@@ -49,6 +49,10 @@ export function doubtSamples(d: DoubtFigures, k: ChangeChecks): [string, string]
     [
       'call without a lease',
       d.leaseAudit.violations.map((v) => `${v.batchId} ${v.operation} at ${v.arrivedAt}: ${v.lease} lease (epoch ${v.epoch}), margin ${v.marginMs} ms`),
+    ],
+    [
+      'call sent under a lease, read after it',
+      d.leaseAudit.lateArrivals.map((v) => `${v.batchId} ${v.operation} at ${v.arrivedAt}: ${v.lease} lease (epoch ${v.epoch}), margin ${v.marginMs} ms`),
     ],
     ['last word wrong', d.lastWord.wrong],
     ['last word missing', d.lastWord.missing],

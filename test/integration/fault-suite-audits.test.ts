@@ -48,6 +48,37 @@ it('the lease audit names calls made without a live lease, and only those', asyn
   expect(report.violations[1]!.marginMs, 'the expired lease had ended before the call').toBeLessThan(0);
 });
 
+it('the lease audit tells a call sent under a lease and read after it (in flight, given up on) from one sent without a lease', async () => {
+  await LeaseAuditor.install(h.config.databaseUrl);
+  const auditor = new LeaseAuditor(h.sandbox);
+  auditor.start();
+  const client = h.runtime.remotes.default.classroom;
+  const instituteId = h.config.classroom.instituteId;
+  const { pool } = h.runtime.database;
+  const send = (batchId: string) => client.addClass({ name: `Audit ${batchId}`, subject: 'Maths', instituteId, extra: { chaosRef: batchId } });
+  // What a run's write stores of an add-class its client gave up on: sent 1 ms before it was recorded.
+  const givenUp = (batchId: string) =>
+    pool.query(
+      `insert into batch_events (batch_row_id, at, type, operation, duration_ms, outcome)
+       select id, clock_timestamp(), 'remote_call', 'addClass', 1, 'outcome_unknown' from batch_classes where batch_id = $1`,
+      [batchId],
+    );
+  for (const batchId of ['in-flight', 'never-leased']) await publishBatchCreated(publishDepsOf(h), { batchId, name: `Audit ${batchId}`, subject: 'Maths' });
+  await acquireLease(h.runtime.database.db, { instituteId, batchId: 'in-flight' }, 'audit', 3_000, 1, 1_000);
+  await givenUp('in-flight');
+  await pool.query("update batch_classes set lease_expires_at = null where batch_id = 'in-flight'");
+  await givenUp('never-leased');
+  // Each given-up call read only now, after its lease was let go; the second 'in-flight' call has no sending of its own.
+  await send('in-flight');
+  await send('in-flight');
+  await send('never-leased');
+  auditor.stop();
+  const report = await auditor.report(pool);
+  const named = (list: typeof report.violations) => list.map((v) => `${v.batchId} ${v.operation} ${v.lease}`);
+  expect(named(report.lateArrivals)).toEqual(['in-flight addClass released']);
+  expect(named(report.violations)).toEqual(['in-flight addClass released', 'never-leased addClass released']);
+});
+
 it('the last-word check names a batch whose newest message tells another state than the one it rests in', async () => {
   await publishBatchCreated(publishDepsOf(h), { batchId: 'word', name: 'Word', subject: 'Maths' });
   // Failed by hand (the trigger writes batch.failed), then moved to synced behind the trigger's back.
