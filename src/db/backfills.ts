@@ -60,7 +60,7 @@ const WAITING_LINES: Backfill = {
  * passed, and a `migrate` that finds nothing left (every start of a worker) reads one index entry. `applied_event is
  * null` is in the update's own condition: a worker that wrote one meanwhile (an edit, a new add-class)
  * keeps it. A row still null meanwhile reads as filled: what reads it, the outbox trigger's
- * batch.updated (0010) and a refused edit's read-back (src/mapping/mark-edited.ts), reads
+ * batch.updated (0010) and a refused edit's read-back (src/mapping/mark-edit-refused.ts), reads
  * `coalesce(applied_event, event)`, and what writes it sets it whole or from that same coalesce. Only
  * a change recorded on the row before its step (intake replaces `event`) would be taken for what the
  * class was given; a worker of this version records none before its `migrate`, this backfill

@@ -4,8 +4,6 @@ import * as schema from './schema/index.ts';
 
 /** What `drizzle(pool)` returns: the pool stays reachable as `$client` (see `runPrepared`). */
 export type Db = NodePgDatabase<typeof schema> & { $client: pg.Pool };
-/** A database handle or an open transaction: writers that must join a caller's transaction take this. */
-export type DbOrTx = Db | Parameters<Parameters<Db['transaction']>[0]>[0];
 
 export interface Database {
   db: Db;

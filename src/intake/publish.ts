@@ -1,5 +1,6 @@
-// Accepting batch-created events. A batch is written to Postgres *before* it is acknowledged, then
-// put on the queue; if the queue write fails the batch is still safe (the sweep enqueues it).
+// Accepting batch events: a created batch is recorded, an update or a cancellation is applied to its
+// row as it stands (./apply.ts). Either is written to PostgreSQL *before* it is acknowledged, then the
+// batch's job is queued; if the queue write fails the batch is still safe (the sweep queues it).
 import type { Logger } from '../logging/logger.ts';
 import * as mapping from '../mapping/index.ts';
 import type { BatchLane, BatchState, Db } from '../mapping/index.ts';

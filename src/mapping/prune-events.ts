@@ -1,5 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm';
-import { type Db, execute, interval } from './sql.ts';
+import { pruneInSlices } from './prune-in-slices.ts';
+import { type Db, interval } from './sql.ts';
 
 /** Deletes audit rows older than the retention, in slices so a large backlog never holds long locks. */
 export async function pruneEvents(db: Db, retentionMs: number, slice = 5_000): Promise<number> {
@@ -14,14 +15,4 @@ export async function pruneEvents(db: Db, retentionMs: number, slice = 5_000): P
 export function pruneEventsStatement(retentionMs: number, limit: number): SQL {
   return sql`delete from batch_events where id = any(array(
     select id from batch_events where at < now() - ${interval(retentionMs)} order by at limit ${limit}))`;
-}
-
-/** Runs `statement` (one slice of at most `slice` rows) until a slice deletes fewer; returns the rows deleted. */
-export async function pruneInSlices(db: Db, statement: (limit: number) => SQL, slice: number): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const { rowCount } = await execute(db, statement(slice));
-    total += rowCount ?? 0;
-    if ((rowCount ?? 0) < slice) return total;
-  }
 }

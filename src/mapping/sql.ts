@@ -3,12 +3,12 @@
 import { type SQL, fillPlaceholders, getTableColumns, sql } from 'drizzle-orm';
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { PgDialect } from 'drizzle-orm/pg-core';
-import type { Db, DbOrTx } from '../db/client.ts';
+import type { Db } from '../db/client.ts';
 import { batchClasses } from '../db/schema/index.ts';
 import { currentTraceId } from '../telemetry/trace-id.ts';
 import type { AuditEvent, BatchState, MappingRow } from './types.ts';
 
-export type { Db, DbOrTx };
+export type { Db };
 
 /**
  * `b.institute_id as "instituteId", …` for every column of batch_classes, so a raw statement's rows
@@ -92,7 +92,7 @@ export const stateList = (states: readonly BatchState[]): SQL =>
   );
 
 /** Rows of a raw statement that selected `rowColumns`. */
-export async function rowsOf(db: DbOrTx, statement: SQL): Promise<MappingRow[]> {
+export async function rowsOf(db: Db, statement: SQL): Promise<MappingRow[]> {
   return (await db.execute(statement)).rows.map(decodeRow);
 }
 
@@ -187,7 +187,7 @@ export function keyTable(keys: readonly { instituteId: string; batchId: string }
 }
 
 /** A raw statement whose rows have the shape `T` (its select list names them so). */
-export async function execute<T>(db: DbOrTx, statement: SQL): Promise<{ rows: T[]; rowCount: number | null }> {
+export async function execute<T>(db: Db, statement: SQL): Promise<{ rows: T[]; rowCount: number | null }> {
   const result = await db.execute(statement);
   return { rows: result.rows as T[], rowCount: result.rowCount };
 }

@@ -1,13 +1,5 @@
-// Glossary
-//   batch       a group of students in the integrator's own system, named by its batchId
-//   class       the remote service's counterpart of a batch (also "room"); one per batch, never two
-//   ClassID     the remote's id of a class (`_id`); opaque (24-hex in practice, a UUID in the spec)
-//   join link   the class's public magic link (`joinMagicLink`); a secret: anyone holding it can join
-//   mapping     a row of batch_classes: batch → ClassID + join link, and how far the sync got
-//   audit trail the rows of batch_events: every state transition and remote call of a batch
-//   lease       a runner's claim on a batch (owner, epoch, expiry); every write names its epoch
-//   drift       any difference between the mappings and what the remote lists
-//   orphan      a remote class that no mapping points at
+// The mapping module's types: the schema's words (their glossary: src/db/schema/index.ts), a batch's
+// key, its row and a runner's lease.
 import type { BatchEventType, BatchRow, BatchState } from '../db/schema/index.ts';
 
 export { BATCH_EVENT_TYPES, BATCH_LANES, BATCH_STATES, QUEUE_LANES, TERMINAL_STATES, UNDER_WAY_STATES } from '../db/schema/index.ts';

@@ -1,7 +1,7 @@
 // What a reconciliation pass reports. One pass reads each institute's listing once and compares it
 // with the mappings in batch_classes.
 //
-// Glossary (see also src/mapping/types.ts)
+// Glossary of a pass (the domain's: src/db/schema/index.ts)
 //   finding     one batch (or one remote class, for orphans) placed in exactly one category
 //   candidate   a remote class that could be a batch's class: same class name, mapped to no other batch
 //   repair      a change that cannot create a class or delete one: re-enqueue, re-run the link steps,

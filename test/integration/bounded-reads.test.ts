@@ -10,7 +10,7 @@ import { batchesOfInstitute, batchesOfInstituteStatement } from '../../src/mappi
 import { institutesOf, institutesOfStatement } from '../../src/mapping/institutes-of.ts';
 import { institutesWithBatches, institutesWithBatchesStatement } from '../../src/mapping/institutes-with-batches.ts';
 import { type BatchFilter, listBatches, listBatchesStatement } from '../../src/mapping/list-batches.ts';
-import { pruneMessages, pruneMessagesStatement } from '../../src/mapping/outbox/stats.ts';
+import { pruneMessages, pruneMessagesStatement } from '../../src/mapping/outbox/prune-messages.ts';
 import { pruneEvents, pruneEventsStatement } from '../../src/mapping/prune-events.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 

@@ -1,7 +1,7 @@
 // Counts kept as the rows change, so `status`, the metrics and the lane gauges read a few hundred
 // rows, not a million. Each table is append-only: a trigger on the counted table (migrations/0013)
 // adds a signed delta row in the same transaction as the change, and the worker's housekeeping folds
-// the deltas into one row per key (src/mapping/count-by-state.ts: compactCounts). No writer ever
+// the deltas into one row per key (src/mapping/compact-counts.ts). No writer ever
 // updates a shared counter row, so two transactions never wait on each other for a count. A count is
 // the sum over its key.
 import { bigint, bigserial, index, text } from 'drizzle-orm/pg-core';

@@ -2,7 +2,7 @@
 // dispatcher with an endpoint writes its row when it starts and every few seconds (seen_at), and
 // deletes it when it closes. A message is recorded `skipped` for want of an endpoint only when no
 // dispatcher seen lately can send it, in the same statement that reads this table
-// (src/mapping/outbox/routes.ts): during a rolling deploy that turns webhooks on, a worker that has
+// (src/mapping/outbox/announce-routes.ts): during a rolling deploy that turns webhooks on, a worker that has
 // no endpoint yet leaves the messages to one that has.
 import { text, timestamp, pgTable } from 'drizzle-orm/pg-core';
 

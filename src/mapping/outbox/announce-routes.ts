@@ -16,8 +16,3 @@ export async function announceRoutes(db: Db, dispatcherId: string, instituteIds:
         on conflict (dispatcher_id) do update set institute_ids = excluded.institute_ids, seen_at = excluded.seen_at`,
   );
 }
-
-/** A dispatcher closing: its routes are gone for the fleet at once. */
-export async function withdrawRoutes(db: Db, dispatcherId: string): Promise<void> {
-  await execute(db, sql`delete from webhook_routes where dispatcher_id = ${dispatcherId}`);
-}
