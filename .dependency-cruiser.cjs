@@ -78,6 +78,14 @@ module.exports = {
       from: { path: '^src/', pathNot: '^src/(mapping|db)/' },
       to: { path: '^src/db/schema/' },
     },
+    {
+      name: 'one-client-factory',
+      comment:
+        'Every classroom client is built by src/accounts/clients.ts (createRemoteClient), which decides its slot, breaker and observers: elsewhere, import only types from src/classroom/client.ts.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/accounts/clients[.]ts$' },
+      to: { path: '^src/classroom/client[.]ts$', dependencyTypesNot: ['type-only'] },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

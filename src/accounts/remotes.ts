@@ -2,14 +2,14 @@
 // limit (one budget per API key, shared by every process through Redis) and its credentials
 // breaker (a refused key stops that account only). A batch reaches the remote through the account
 // serving its institute, and through no other.
-import { type CallRecord, type ClassroomClient, createClassroomClient } from '../classroom/client.ts';
-import { CredentialsRefusedError } from '../classroom/errors.ts';
+import type { CallRecord, ClassroomClient } from '../classroom/client.ts';
 import type { Logger } from '../logging/logger.ts';
-import { type CredentialsBreaker, createCredentialsBreaker, describeBreaker } from '../ratelimit/breaker.ts';
+import { type CredentialsBreaker, createCredentialsBreaker } from '../ratelimit/breaker.ts';
 import { breakerKey, budgetKey } from '../ratelimit/keys.ts';
 import type { QueueLane } from '../mapping/index.ts';
-import { BreakerOpenError, type RateLimiter, createRateLimiter, latestSendMs } from '../ratelimit/limiter.ts';
+import { type RateLimiter, createRateLimiter } from '../ratelimit/limiter.ts';
 import type { Redis } from '../redis/connection.ts';
+import { createRemoteClient } from './clients.ts';
 import type { Account } from './types.ts';
 
 export interface Remote {
@@ -78,23 +78,11 @@ function createRemote(account: Account, deps: RemotesDeps): Remote {
     ...(onRateLimitWait ? { onWait: (ms: number) => onRateLimitWait(ms, name) } : {}),
     ...(onRateLimitReserve ? { onReserve: (lane: QueueLane, retake: boolean) => onRateLimitReserve(lane, name, retake) } : {}),
   });
-  const classroom = createClassroomClient(account.classroom, {
-    latestSendMs: latestSendMs(account.classroom.rateLimitWindowMs),
-    beforeCall: async (operation, lane) => {
-      try {
-        // The limiter and this client both read the monotonic clock: the slot's due time carries over.
-        return (await limiter.acquire(lane)).dueAt;
-      } catch (error) {
-        if (!(error instanceof BreakerOpenError)) throw error;
-        const state = await breaker.state();
-        const why = state ? describeBreaker(state) : 'credentials refused';
-        throw new CredentialsRefusedError(`${operation} not sent: ${why} (account ${name}); waiting for the key to work again`, {
-          operation,
-          reason: 'breaker_open',
-          sent: false,
-        });
-      }
-    },
+  const classroom = createRemoteClient(account.classroom, {
+    kind: 'metered',
+    account: name,
+    limiter,
+    breaker,
     afterCall: (call) => {
       // A 401 is about the key, whoever made the call: every process stops using this account.
       if (call.outcome === 'credentials_refused') deps.onRefused(breaker, call, name);

@@ -1,11 +1,12 @@
-// The remote Classroom Management Service. Four operations, every header of the spec's section 5,
-// one timeout per request and no retries: retrying is the queue's job, and only the state machine
-// knows whether a retry could create a second class.
+// The remote Classroom Management Service. Four operations (named and routed in operations.ts),
+// every header of the spec's section 5, one timeout per request and no retries: retrying is the
+// queue's job, and only the state machine knows whether a retry could create a second class.
 import { type Answer, parseData } from './answer.ts';
 import { type CallOptions, type ClassroomHooks, createCall } from './call.ts';
 import { createHttp } from './http.ts';
 import { type ClassroomOperation, OutcomeUnknownError, RejectedError } from './errors.ts';
-import { describeUnsafeId, idSegment, isSafeId } from './ids.ts';
+import { describeUnsafeId, isSafeId } from './ids.ts';
+import { routeOf } from './operations.ts';
 import { type ClassRecord, type InstituteListing, classRecordSchema, listingSchema } from './schemas.ts';
 import type { ClassroomSettings } from './settings.ts';
 
@@ -53,14 +54,14 @@ export function createClassroomClient(settings: ClassroomSettings, hooks: Classr
   return {
     async addClass(input, options) {
       const json = { ...input.extra, name: input.name, subject: input.subject, instituteId: input.instituteId };
-      return call('addClass', (signal) => http({ method: 'POST', path: settings.addClassPath, json, signal }), options, createdClass);
+      return call('addClass', (signal) => http({ ...routeOf('addClass', settings), json, signal }), options, createdClass);
     },
 
     async enableJoinLink(classId, options) {
       assertSafeId('editClass', classId);
       await call(
         'editClass',
-        (signal) => http({ method: settings.editClassMethod, path: '/teacher/editClass', json: { classId, enableJoinMagicLink: true }, signal }),
+        (signal) => http({ ...routeOf('editClass', settings), json: { classId, enableJoinMagicLink: true }, signal }),
         options,
         () => undefined,
       );
@@ -70,14 +71,14 @@ export function createClassroomClient(settings: ClassroomSettings, hooks: Classr
       assertSafeId('editClass', classId);
       const { extra, ...named } = changes;
       const json = { ...extra, ...Object.fromEntries(Object.entries(named).filter(([, v]) => v !== undefined)), classId };
-      return call('editClass', (signal) => http({ method: settings.editClassMethod, path: '/teacher/editClass', json, signal }), options, keptName);
+      return call('editClass', (signal) => http({ ...routeOf('editClass', settings), json, signal }), options, keptName);
     },
 
     async getClass(classId, options) {
       assertSafeId('getClass', classId);
       return call(
         'getClass',
-        (signal) => http({ method: 'GET', path: `user/v2/classes/${idSegment(classId)}`, searchParams: { full: 'true' }, signal }),
+        (signal) => http({ ...routeOf('getClass', settings, classId), searchParams: { full: 'true' }, signal }),
         options,
         (answer) => parseData('getClass', answer, classRecordSchema),
       );
@@ -89,7 +90,7 @@ export function createClassroomClient(settings: ClassroomSettings, hooks: Classr
       if (query.searchTerm) searchParams.searchTerm = query.searchTerm;
       return call(
         'listClasses',
-        (signal) => http({ method: 'GET', path: `institutes/${idSegment(instituteId)}/classes`, searchParams, signal }),
+        (signal) => http({ ...routeOf('listClasses', settings, instituteId), searchParams, signal }),
         options,
         (answer) => parseData('listClasses', answer, listingSchema),
       );

@@ -1,7 +1,9 @@
 // Every failure of a remote call is classified once, here, into what the sync state machine
 // needs to know: may the request have taken effect, and may it be sent again?
 
-export type ClassroomOperation = 'addClass' | 'editClass' | 'getClass' | 'listClasses';
+import type { ClassroomOperation } from './operations.ts';
+
+export type { ClassroomOperation } from './operations.ts';
 
 export type FailureKind =
   /**

@@ -2,7 +2,8 @@
 // reached, and the remote is asked one harmless read (an institute listing filtered by a search term
 // that matches nothing), which exercises every credential and header the writes will carry.
 import { randomBytes } from 'node:crypto';
-import { type ClassroomSettings, createClassroomClient } from '../classroom/client.ts';
+import { UNMETERED, createRemoteClient } from '../accounts/clients.ts';
+import type { ClassroomSettings } from '../classroom/client.ts';
 import { isClassroomError } from '../classroom/errors.ts';
 import { type Config, SANDBOX_DEFAULTS } from '../config/config.ts';
 import { configWarnings } from '../config/warnings.ts';
@@ -39,7 +40,8 @@ async function remoteFindings(config: Config, redisReachable: boolean): Promise<
 
 /** One read call with the configured credentials and headers; never writes. */
 export async function checkClassroom(settings: ClassroomSettings): Promise<Finding> {
-  const client = createClassroomClient(settings);
+  // One read outside the fleet's budget: no slot, no breaker, no metrics (accounts/clients.ts).
+  const client = createRemoteClient(settings, UNMETERED);
   // A search term no class name contains keeps the answer tiny (the listing has no pagination).
   const searchTerm = `classroom-sync-check-${randomBytes(6).toString('hex')}`;
   const started = performance.now();

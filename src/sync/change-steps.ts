@@ -119,7 +119,7 @@ export function changesOf(row: Pick<MappingRow, 'event' | 'nextClassName' | 'arc
 async function editRemote(run: StepRun, classId: string, changes: ClassChanges): Promise<string | undefined> {
   awaitEarlierEdits(run, classId);
   try {
-    const { keptName } = await callOnClass(run, classId, 'edit-class', () => run.deps.classroom.editClass(classId, changes, run.callOptions()));
+    const { keptName } = await callOnClass(run, classId, () => run.deps.classroom.editClass(classId, changes, run.callOptions()));
     return keptName;
   } catch (error) {
     // It may have reached the remote, and may still take effect after this run ends: the next edit waits.
@@ -149,7 +149,7 @@ async function readBack(
   classId: string,
   sent: { name: string | undefined; oldName: string; subject: string | undefined },
 ): Promise<mapping.Carried> {
-  const record = await callOnClass(run, classId, 'get-class', () => run.deps.classroom.getClass(classId, run.callOptions()));
+  const record = await callOnClass(run, classId, () => run.deps.classroom.getClass(classId, run.callOptions()));
   const name = typeof record.name === 'string' ? record.name : undefined;
   const same = (ours: string | undefined) => ours !== undefined && name !== undefined && matchName(ours, name, run.deps.settings.nameRules) === 'same';
   const renamed = same(sent.name) && !same(sent.oldName);

@@ -26,7 +26,7 @@ export interface CredentialsGuard {
 
 export interface CredentialsGuardDeps {
   breaker: CredentialsBreaker;
-  /** A client without the fleet's hooks: the probe must pass the open breaker. */
+  /** An unmetered client (accounts/clients.ts): the probe must pass the open breaker. */
   probeClient: ClassroomClient;
   instituteId: string;
   logger: Logger;

@@ -11,14 +11,14 @@ import type { StepRun } from './run-handle.ts';
  * the class will be visible (src/sync/read-schedule.ts); what it finds moves the schedule; a 404
  * within the read-lag patience is waited for rather than taken as gone.
  */
-export async function callOnClass<T>(run: StepRun, classId: string, operation: 'edit-class' | 'get-class', call: () => Promise<T>): Promise<T> {
+export async function callOnClass<T>(run: StepRun, classId: string, call: () => Promise<T>): Promise<T> {
   const timing = await readDue(run, 'class');
   let answer: T;
   try {
     answer = await call();
   } catch (error) {
     const scheduleMs = isNotFound(error) ? await run.readDone(timing, false) : run.stopMeasuring();
-    const thrown = run.lag.classGone(error, run.current.classCreatedAt, classId, operation, scheduleMs);
+    const thrown = run.lag.classGone(error, run.current.classCreatedAt, classId, scheduleMs);
     // Gone, not lagging: its 404s taught the account nothing about the lag.
     if (thrown instanceof SyncError && thrown.kind === 'class_unknown') await run.deps.lagMonitor?.forget('class', classId);
     throw thrown;
@@ -29,7 +29,7 @@ export async function callOnClass<T>(run: StepRun, classId: string, operation: '
 
 export async function enableLink(run: StepRun): Promise<void> {
   const classId = run.requireClassId();
-  await callOnClass(run, classId, 'edit-class', () => run.deps.classroom.enableJoinLink(classId, run.callOptions()));
+  await callOnClass(run, classId, () => run.deps.classroom.enableJoinLink(classId, run.callOptions()));
   // No write here: edit-class may be sent again, harmlessly, so this recovery point is stored with
   // the next write (synced), or by the release if the run stops before it.
   const at = new Date(run.lag.now());
@@ -41,7 +41,7 @@ export async function enableLink(run: StepRun): Promise<void> {
 export async function readLink(run: StepRun): Promise<void> {
   const classId = run.requireClassId();
   const timing = await readDue(run, 'link');
-  const record = await callOnClass(run, classId, 'get-class', () => run.deps.classroom.getClass(classId, run.callOptions()));
+  const record = await callOnClass(run, classId, () => run.deps.classroom.getClass(classId, run.callOptions()));
   if (record._id !== classId) {
     throw new SyncError('remote_inconsistent', 'class_id_mismatch', `get-class for ${classId} answered with class ${record._id}; will read again`);
   }

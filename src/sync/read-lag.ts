@@ -8,6 +8,7 @@
 // windows have passed; in between, the batch waits (no attempt used) and each wait is logged as a
 // warning that names the setting to raise.
 import { isNotFound } from '../classroom/errors.ts';
+import { remoteName } from '../classroom/operations.ts';
 import { type Clock, clockFrom, monotonicClock } from '../support/clock.ts';
 import { DeferError, NotVisibleYetError, SyncError } from './errors.ts';
 
@@ -90,13 +91,14 @@ export class ReadLag {
   /**
    * A 404 for a class we created or adopted (stored at `storedAt`): within READ_LAG_PATIENCE windows
    * of storing it, "not visible yet" (wait, no attempt); after that, the remote no longer knows it,
-   * and only an operator can say why. Any other error is returned as it is.
+   * and only an operator can say why (the message names the call the 404 answered, from the error).
+   * Any other error is returned as it is.
    */
-  classGone(error: unknown, storedAt: Date | null, classId: string, operation: string, scheduleMs = 0): unknown {
+  classGone(error: unknown, storedAt: Date | null, classId: string, scheduleMs = 0): unknown {
     if (!isNotFound(error)) return error;
     if (storedAt && this.patienceLeft(storedAt) > 0) return this.notVisibleYet(storedAt, `class ${classId}`, scheduleMs);
     const window = READ_LAG_PATIENCE * this.readLagMs;
-    const message = `the remote no longer knows class ${classId}: ${operation} still answered 404 ${READ_LAG_PATIENCE} × SYNC_READ_LAG (${window} ms) after it was stored; reconciliation reports it as missing_remote`;
+    const message = `the remote no longer knows class ${classId}: ${remoteName(error.operation)} still answered 404 ${READ_LAG_PATIENCE} × SYNC_READ_LAG (${window} ms) after it was stored; reconciliation reports it as missing_remote`;
     return new SyncError('class_unknown', 'http_404_after_read_lag', message, { cause: error });
   }
 }

@@ -4,6 +4,7 @@
 // process), a retry or an outlast keeps the error for operators, a failure is stored as `failed`.
 // The lease is always released on the way out, with the calls the run made.
 import { isClassroomError, isForbidden, retryAfterOf } from '../classroom/errors.ts';
+import { aboutOf } from '../classroom/operations.ts';
 import * as mapping from '../mapping/index.ts';
 import { DeferError, type Failure, PermanentSyncError, RunStoppedError, SyncError, failureOf, queueAction } from './errors.ts';
 import type { BatchRun } from './steps.ts';
@@ -101,12 +102,12 @@ async function fail(run: BatchRun, failure: Failure, error: unknown, exhausted: 
 
 /**
  * A refusal need not say what was refused (an unknown institute is "instituteId: not an
- * institute..."): the stored reason names the institute or class the call was about.
+ * institute..."): the stored reason names the institute or class the call was about (src/classroom/
+ * operations.ts says which); an error of no remote call names the class.
  */
 function namingTarget(run: BatchRun, error: unknown, message: string): string {
-  const operation = (error as { operation?: string }).operation;
-  const aboutInstitute = operation === 'addClass' || operation === 'listClasses';
-  const [what, id] = aboutInstitute ? ['institute', run.current.instituteId] : ['class', run.current.classId];
+  const about = isClassroomError(error) ? aboutOf(error.operation) : 'class';
+  const [what, id] = about === 'institute' ? ['institute', run.current.instituteId] : ['class', run.current.classId];
   return id && !message.includes(id) ? `${message} (${what} ${id})` : message;
 }
 

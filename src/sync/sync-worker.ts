@@ -1,6 +1,6 @@
 // `classroom-sync worker`: runs sync jobs, and sweeps Postgres for batches that lost their job.
 import { type MinimalJob, Worker } from 'bullmq';
-import { createClassroomClient } from '../classroom/client.ts';
+import { UNMETERED, createRemoteClient } from '../accounts/clients.ts';
 import type { Telemetry } from 'bullmq';
 import type { Remotes } from '../accounts/remotes.ts';
 import type { Config } from '../config/config.ts';
@@ -153,7 +153,7 @@ function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes' | 'redis' 
     const { account } = remote;
     const credentials = createCredentialsGuard({
       breaker: remote.breaker,
-      probeClient: createClassroomClient(account.classroom),
+      probeClient: createRemoteClient(account.classroom, UNMETERED),
       instituteId: account.classroom.instituteId,
       logger,
       probeEveryMs: account.classroom.keyProbeEveryMs,

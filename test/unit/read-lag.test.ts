@@ -60,15 +60,15 @@ describe('ReadLag', () => {
     const { clock, lag } = run();
     const stored = STARTED;
     await clock.advance(READ_LAG_PATIENCE * READ_LAG - 1);
-    expect(lag.classGone(notFound, stored, 'c1', 'get-class')).toBeInstanceOf(NotVisibleYetError);
+    expect(lag.classGone(notFound, stored, 'c1')).toBeInstanceOf(NotVisibleYetError);
     await clock.advance(1);
-    const gone = lag.classGone(notFound, stored, 'c1', 'get-class');
+    const gone = lag.classGone(notFound, stored, 'c1');
     expect(gone).toBeInstanceOf(SyncError);
     expect(gone).not.toBeInstanceOf(NotVisibleYetError);
     expect(gone).toMatchObject({ kind: 'class_unknown', reason: 'http_404_after_read_lag' });
     // Any other error is returned as it is.
     const refused = new RejectedError('getClass failed with HTTP 403', { operation: 'getClass', httpStatus: 403 });
-    expect(lag.classGone(refused, stored, 'c1', 'get-class')).toBe(refused);
+    expect(lag.classGone(refused, stored, 'c1')).toBe(refused);
   });
 
   it('a listing that shows nothing after an unknown add-class: "not listed" is believed once the run\'s clock reaches the patience', async () => {
