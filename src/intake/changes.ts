@@ -48,7 +48,7 @@ function cancel(row: MappingRow, version: number | null): ChangePlan {
   }
   if (nothingSent(row) && (row.state === 'pending' || row.state === 'failed')) {
     // No add-class made a class, and none will be sent: it ends here.
-    const set: ChangeSet = { state: 'cancelled', cancelled: 'now', version, bumpRevision: true, settled: true, fenceRunner: true };
+    const set: ChangeSet = { state: 'cancelled', cancelled: 'now', version, bumpRevision: true, noRemoteWork: true, fenceRunner: true };
     return { kind: 'apply', set, audit: { type: 'cancel_requested', detail } };
   }
   // A class exists or may (or an operator holds the batch): the cancel waits beside it. A run settles a

@@ -11,7 +11,7 @@ const EDITED = sql`class_name = coalesce(${value('sentName')}::text, b.class_nam
   applied_event = ${value('event')}::jsonb, applied_version = ${value('version')}::bigint, applied_revision = ${value('revision')}::int,
   archived_at = null, last_error = null, last_error_kind = null`;
 
-// The remote refused the edit: the change is settled all the same, with the refusal kept for
+// The remote refused the edit: the change is done with all the same, with the refusal kept for
 // operators, so the batch does not send it again and again. What it asked for still stands: the next
 // change sends it again with its own (a waiting name stays waiting, and the subject and extra fields
 // are always sent), so a later update can fix what was refused. What the class carries was read back
