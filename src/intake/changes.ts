@@ -12,11 +12,11 @@
 //                           listing first (or an operator, in needs_review); never `pending`, never
 //                           `cancelled` while a class may be live
 //   cancelled               a later created/updated event reopens it (its class is unarchived, updated)
-import { type ChangePlan, type ChangeSet, type MappingRow, type StoredEvent, nothingSent } from '../mapping/index.ts';
+import { type BatchState, type ChangePlan, type ChangeSet, type MappingRow, type StoredEvent, nothingSent } from '../mapping/index.ts';
 import { type BatchEvent, typeOf } from './schema.ts';
 
 /** States in which an operator has the batch (or a failure waits for one): a change is recorded, and applied once they let it go. */
-const HELD = new Set(['needs_review', 'abandoned', 'failed']);
+const HELD: ReadonlySet<BatchState> = new Set(['needs_review', 'abandoned', 'failed']);
 
 export function planChange(row: MappingRow, event: BatchEvent, renderName: (event: StoredEvent) => string): ChangePlan {
   const type = typeOf(event);

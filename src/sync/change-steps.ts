@@ -15,7 +15,7 @@ import type { StepRun } from './run-handle.ts';
 export type ChangeStep = (run: StepRun) => Promise<void>;
 
 /** States in which the batch's class exists and the batch is not held by an operator. */
-const WITH_CLASS = new Set(['created', 'link_enabled', 'synced', 'cancelled']);
+const WITH_CLASS: ReadonlySet<mapping.BatchState> = new Set(['created', 'link_enabled', 'synced', 'cancelled']);
 
 /** The step a change of this batch calls for now, if any (a class in doubt is settled first). */
 export function changeStepOf(row: MappingRow): ChangeStep | undefined {
