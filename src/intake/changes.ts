@@ -12,11 +12,11 @@
 //                           listing first (or an operator, in needs_review); never `pending`, never
 //                           `cancelled` while a class may be live
 //   cancelled               a later created/updated event reopens it (its class is unarchived, updated)
-import { type ChangePlan, type ChangeSet, type MappingRow, type StoredEvent, nothingSent } from '../mapping/index.ts';
+import { type BatchState, type ChangePlan, type ChangeSet, type MappingRow, type StoredEvent, nothingSent } from '../mapping/index.ts';
 import { type BatchEvent, typeOf } from './schema.ts';
 
 /** States in which an operator has the batch (or a failure waits for one): a change is recorded, and applied once they let it go. */
-const HELD = new Set(['needs_review', 'abandoned', 'failed']);
+const HELD: ReadonlySet<BatchState> = new Set(['needs_review', 'abandoned', 'failed']);
 
 export function planChange(row: MappingRow, event: BatchEvent, renderName: (event: StoredEvent) => string): ChangePlan {
   const type = typeOf(event);
@@ -48,7 +48,7 @@ function cancel(row: MappingRow, version: number | null): ChangePlan {
   }
   if (nothingSent(row) && (row.state === 'pending' || row.state === 'failed')) {
     // No add-class made a class, and none will be sent: it ends here.
-    const set: ChangeSet = { state: 'cancelled', cancelled: 'now', version, bumpRevision: true, settled: true, fenceRunner: true };
+    const set: ChangeSet = { state: 'cancelled', cancelled: 'now', version, bumpRevision: true, noRemoteWork: true, fenceRunner: true };
     return { kind: 'apply', set, audit: { type: 'cancel_requested', detail } };
   }
   // A class exists or may (or an operator holds the batch): the cancel waits beside it. A run settles a

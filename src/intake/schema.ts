@@ -22,7 +22,7 @@ export const MAX_EXTRA_BYTES = 8_192;
 const instituteIdField = z
   .string()
   .regex(/^[A-Za-z0-9._~-]{1,128}$/, 'must be 1-128 letters, digits, ".", "_", "~" or "-"')
-  // The client never puts "." or ".." in a URL path (isSafeId), so such a batch could not be settled.
+  // The client never puts "." or ".." in a URL path (isSafeId), so such a batch could never be synced.
   .refine((id) => id !== '.' && id !== '..', 'must not be "." or ".."')
   .optional();
 

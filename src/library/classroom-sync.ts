@@ -18,7 +18,7 @@ import { publishDepsOf } from '../runtime/runtime.ts';
 import type { BatchCancelledInput, BatchCreatedInput, BatchUpdatedInput } from '../intake/schema.ts';
 import { type Logger, createLogger } from '../logging/logger.ts';
 import { createRedis } from '../redis/connection.ts';
-import { closeQueues, createSyncQueue, settleQueue } from '../sync/queue.ts';
+import { closeQueues, createSyncQueue, waitForQueueReady } from '../sync/queue.ts';
 import { type BatchPage, type ListBatchesQuery, getBatch, listBatches } from './mappings.ts';
 
 export interface ClassroomSync {
@@ -67,7 +67,7 @@ export function createClassroomSync(config: Config = loadConfig(), options: Clas
     countByState: () => countByState(database.db),
     close() {
       closing ??= (async () => {
-        await settleQueue(queue);
+        await waitForQueueReady(queue);
         await closeQueues(queue).catch((error: unknown) => logger.warn({ err: error }, 'closing the queues failed; their connection is closed next'));
         await redis.quit().catch(() => redis.disconnect());
         await database.close();

@@ -3,7 +3,7 @@
 import { sql } from 'drizzle-orm';
 import { TERMINAL_STATES } from '../db/schema/index.ts';
 import { type Db, ROW_B, decodeRow, execute, interval, prepare, runPrepared, stateList, value } from './sql.ts';
-import type { BatchKey, Lease, MappingRow } from './types.ts';
+import type { BatchKey, BatchState, Lease, MappingRow } from './types.ts';
 
 export type AcquireResult =
   | {
@@ -19,8 +19,11 @@ export type AcquireResult =
 
 const terminal = stateList(TERMINAL_STATES);
 
+/** The states at rest in which a change may still be due: the batch's class exists (or existed) and is edited or archived. */
+export const CHANGEABLE_AT_REST: readonly BatchState[] = ['synced', 'cancelled'];
+
 /** A batch at rest with a change its class does not carry yet (src/intake/changes.ts). */
-export const CHANGE_DUE = sql`(b.state in ('synced', 'cancelled') and b.revision > b.applied_revision)`;
+export const CHANGE_DUE = sql`(b.state in (${stateList(CHANGEABLE_AT_REST)}) and b.revision > b.applied_revision)`;
 
 const ACQUIRE = prepare(
   'acquire_lease',
@@ -46,7 +49,7 @@ const ACQUIRE = prepare(
 
 /** `CHANGE_DUE` of a row read already. */
 export function changeDue(row: Pick<MappingRow, 'state' | 'revision' | 'appliedRevision'>): boolean {
-  return (row.state === 'synced' || row.state === 'cancelled') && row.revision > row.appliedRevision;
+  return CHANGEABLE_AT_REST.includes(row.state) && row.revision > row.appliedRevision;
 }
 
 /** A run has something to do: a batch not at rest, or one at rest with a change not yet applied. */

@@ -17,10 +17,10 @@ export interface ChangeSet {
   /** `now` marks the batch cancelled (keeping an earlier instant); null reopens it. */
   cancelled?: 'now' | null;
   version?: number | null;
-  /** The revision moves on: a sync run has something to apply (or, with `settled`, nothing remote to do). */
+  /** The revision moves on: a sync run has something to apply (or, with `noRemoteWork`, nothing remote to do). */
   bumpRevision?: boolean;
-  /** The remote needs nothing for this revision (no class exists, or none will). */
-  settled?: boolean;
+  /** The remote needs nothing for this revision (no class exists, or none will): it counts as applied at once. */
+  noRemoteWork?: boolean;
   /**
    * The class may have been archived (an archive whose answer was lost counts): the next edit sends
    * `archived: false`. Used when a batch cancelled with a class is reopened.
@@ -92,7 +92,7 @@ function setOf(set: ChangeSet): SQL {
   if (set.cancelled === null) parts.push(sql`cancelled_at = null`);
   if (set.version !== undefined) parts.push(sql`version = ${set.version}::bigint`);
   if (set.bumpRevision) parts.push(sql`revision = b.revision + 1`);
-  if (set.bumpRevision && set.settled) parts.push(sql`applied_revision = b.revision + 1`);
+  if (set.bumpRevision && set.noRemoteWork) parts.push(sql`applied_revision = b.revision + 1`);
   if (set.mayBeArchived) parts.push(sql`archived_at = coalesce(b.archived_at, now())`);
   if (set.fenceRunner) parts.push(sql`lease_epoch = b.lease_epoch + 1, lease_owner = null, lease_expires_at = null`);
   return sql.join(parts, sql`, `);

@@ -1,5 +1,9 @@
 import { sql } from 'drizzle-orm';
-import { type Db, traceIdNow } from './sql.ts';
+import { type Db, stateList, traceIdNow } from './sql.ts';
+import type { BatchState } from './types.ts';
+
+/** Where a found class may be claimed: any state of a batch without a class but `abandoned` (reconciliation then reports an orphan). */
+const CLAIMABLE_STATES: readonly BatchState[] = ['pending', 'creating', 'failed', 'needs_review', 'cancelled'];
 
 /**
  * Stores a ClassID we know was just created even though the run lost its lease: the class exists
@@ -18,7 +22,7 @@ export async function claimCreatedClass(db: Db, rowId: number, classId: string, 
   const result = await db.execute(sql`
     with before as (
       select id, state from batch_classes
-       where id = ${rowId} and class_id is null and state in ('pending', 'creating', 'failed', 'needs_review', 'cancelled')
+       where id = ${rowId} and class_id is null and state in (${stateList(CLAIMABLE_STATES)})
        for update
     ), claimed as (
       update batch_classes b

@@ -1,7 +1,8 @@
 import { type SQL, sql } from 'drizzle-orm';
+import { CHANGEABLE_AT_REST } from './acquire-lease.ts';
 import { placeOf, waitingLineEnd } from './lines.ts';
-import { type Db, execute, interval } from './sql.ts';
-import type { BatchKey, BatchLane, BatchState } from './types.ts';
+import { type Db, execute, interval, stateList } from './sql.ts';
+import { type BatchKey, type BatchLane, type BatchState, UNDER_WAY_STATES } from './types.ts';
 
 /** A batch to put back on the queue, with what its job's place in the queue depends on. */
 export interface Requeueable extends BatchKey {
@@ -22,12 +23,13 @@ export interface Requeueable extends BatchKey {
  */
 export type StuckTier = 'ahead' | 'backfill';
 
-// Written out as the partial indexes' own predicates (migrations/0012_lines.sql), so that each page is
-// an ordered scan of its index from the cursor: a page costs the same however many rows wait.
-const AHEAD = sql.raw(`(state in ('creating', 'created', 'link_enabled') or (state = 'pending' and lane <> 'backfill'))`);
+// The partial indexes' own predicates (migrations/0012_lines.sql), so that each page is an ordered
+// scan of its index from the cursor: a page costs the same however many rows wait. A state list is
+// bound as parameters, which the planner sees as constants when it plans the statement it runs.
+const AHEAD = sql`(state in (${stateList(UNDER_WAY_STATES)}) or (state = 'pending' and lane <> 'backfill'))`;
 const BACKFILL = sql.raw(`(state = 'pending' and lane = 'backfill')`);
 // At rest with a change still to apply (batch_classes_change_due_idx).
-const CHANGE_DUE = sql.raw(`(revision > applied_revision and state in ('synced', 'cancelled'))`);
+const CHANGE_DUE = sql`(revision > applied_revision and state in (${stateList(CHANGEABLE_AT_REST)}))`;
 
 export interface FindStuckOptions {
   /** Only rows nobody touched for this long (0: every row, as after a Redis wipe). */

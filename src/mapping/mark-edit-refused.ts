@@ -3,7 +3,7 @@ import { editStatements, editWrite } from './edit-write.ts';
 import { type Db, type ProgressRow, value } from './sql.ts';
 import type { AuditEvent, Lease } from './types.ts';
 
-// The remote refused the edit: the change is settled all the same, with the refusal kept for
+// The remote refused the edit: the change is done with all the same, with the refusal kept for
 // operators, so the batch does not send it again and again. What it asked for still stands: the next
 // change sends it again with its own (a waiting name stays waiting, and the subject and extra fields
 // are always sent), so a later update can fix what was refused. What the class carries was read back

@@ -30,13 +30,13 @@ const FAIL = sql`${failureSet(sql`${value('review')}::jsonb`)}, ${KEEP_ERROR}`;
 const CREATE_ENDED = sql`create_ended_at = case when b.state = 'creating' then coalesce(b.create_ended_at, now()) else b.create_ended_at end`;
 
 /** An edit-class of the run whose outcome is unknown may take effect late: the next edit waits for it (change-steps.ts). */
-const CALLS_SETTLED = sql`calls_settled_at = case when ${value('editLandsWithinMs')}::int is null then b.calls_settled_at
+const CALLS_LANDED_BY = sql`calls_settled_at = case when ${value('editLandsWithinMs')}::int is null then b.calls_settled_at
   else greatest(b.calls_settled_at, now() + ${interval(value('editLandsWithinMs'))}) end`;
 
 /** Each way to end, with and without an unstored link step to store on the way out. */
 function releases(as: RunEnd['as']): { plain: FencedStatement; storingLink: FencedStatement } {
   const change: SQL | undefined = { unchanged: undefined, attempt_failed: KEEP_ERROR, failed: FAIL }[as];
-  const set = change ? sql`${CREATE_ENDED}, ${CALLS_SETTLED}, ${change}` : sql`${CREATE_ENDED}, ${CALLS_SETTLED}`;
+  const set = change ? sql`${CREATE_ENDED}, ${CALLS_LANDED_BY}, ${change}` : sql`${CREATE_ENDED}, ${CALLS_LANDED_BY}`;
   const link = storeLinkStep({ keepState: as === 'failed' });
   return {
     plain: fencedStatement(`release_${as}`, 'release', set),

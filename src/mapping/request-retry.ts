@@ -1,7 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { RESUME_STATE } from './doubt.ts';
-import { type Db, execute, keyTable, traceIdNow } from './sql.ts';
+import { type Db, execute, keyTable, stateList, traceIdNow } from './sql.ts';
 import type { BatchKey, BatchLane, BatchState } from './types.ts';
+
+/** The states an operator's retry puts back: those a failure or a doubt left waiting for one. */
+const RETRYABLE_STATES: readonly BatchState[] = ['failed', 'needs_review'];
 
 export interface RetryRow extends BatchKey {
   from: BatchState;
@@ -27,7 +30,7 @@ export async function requestRetry(db: Db, target: { keys: readonly BatchKey[] }
     with targets as (${targets}), changed as (
       update batch_classes b set state = ${RESUME_STATE}, failed_at = null, review = null, attempts = 0, lane = 'operator', lane_since = now(), updated_at = now()
         from targets t
-       where b.id = t.id and b.state in ('failed', 'needs_review')
+       where b.id = t.id and b.state in (${stateList(RETRYABLE_STATES)})
          and not exists (select 1 from targets a where a.state = 'abandoned')
       returning b.id, b.state, b.lane, b.class_id, t.state as from_state
     ), audit as (

@@ -22,7 +22,7 @@ const COLUMNS = {
   batch: ['BATCH', (m) => m.batchId],
   status: ['STATUS', (m) => m.status],
   attempts: ['ATTEMPTS', (m) => String(m.attempts)],
-  // Only a pending message has a next attempt; the others are settled until a `redeliver`.
+  // Only a pending message has a next attempt; the others are finished until a `redeliver`.
   nextAttempt: ['NEXT ATTEMPT', (m) => m.nextAttemptAt?.toISOString() ?? '-'],
   lastAnswer: ['LAST ANSWER', lastAnswerOf],
 } satisfies Record<string, Column>;

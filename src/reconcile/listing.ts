@@ -1,5 +1,5 @@
 // The institute listing, indexed once so that classifying 100k mappings is one pass: by id, and by
-// name for what ids cannot settle (listings whose items carry no `_id`, classes no batch maps to).
+// name for what ids cannot decide (listings whose items carry no `_id`, classes no batch maps to).
 // Names are matched with the sync's own rule (src/sync/matching.ts): the index only finds the few
 // listed names that could match, and `matchName` decides, so both always agree.
 import type { InstituteListing, ListItem } from '../classroom/schemas.ts';

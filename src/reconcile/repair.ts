@@ -28,7 +28,7 @@ export interface RepairInput {
 }
 
 export interface RepairOutcome extends RepairSummary {
-  /** Each adoption, for the run record (an operator may want to see what was settled). */
+  /** Each adoption, for the run record (an operator may want to see which classes were adopted). */
   adoptions: { instituteId: string; batchId: string; classId: string }[];
 }
 

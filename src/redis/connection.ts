@@ -44,7 +44,7 @@ function createCluster(target: ClusterTarget, role: RedisRole, node: RedisOption
       ...(target.tls ? { tls: {} } : {}),
     },
     // A probe asks for the cluster's state itself and says what it is; ioredis' own ready check
-    // would instead reconnect in a loop while the cluster is down, and connect() would never settle.
+    // would instead reconnect in a loop while the cluster is down, and connect() would never return.
     enableReadyCheck: role !== 'probe',
     enableOfflineQueue: enableOfflineQueue ?? true,
     lazyConnect: lazyConnect ?? false,

@@ -11,7 +11,7 @@ import { type Logger, processLogger } from '../logging/logger.ts';
 import type { CredentialsBreaker } from '../ratelimit/breaker.ts';
 import { type Redis, createRedis } from '../redis/connection.ts';
 import { within } from '../support/timeout.ts';
-import { type SyncQueue, closeQueues, createSyncQueue, settleQueue } from '../sync/queue.ts';
+import { type SyncQueue, closeQueues, createSyncQueue, waitForQueueReady } from '../sync/queue.ts';
 import { queueTelemetry } from '../telemetry/queue-telemetry.ts';
 
 export interface Runtime {
@@ -64,7 +64,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     workerId,
     telemetry,
     async close() {
-      await settleQueue(queue);
+      await waitForQueueReady(queue);
       await closeQueues(queue).catch((error: unknown) => logger.warn({ err: error }, 'closing the queues failed; their connection is closed next'));
       // quit() waits for queued commands, which never run while Redis is unreachable: bound it.
       const quit = await within(redis.quit(), 2_000).catch(() => ({ done: false }));

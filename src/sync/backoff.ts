@@ -3,7 +3,7 @@
 // batch's life, so one late 503 on the read after a rough add-class waits about SYNC_BACKOFF_BASE,
 // not 2^n times it. The attempts limit is BullMQ's and still counts every failure.
 //
-// `settle` (processor.ts) counts a failure that BullMQ is about to retry into the job's data
+// `tellQueue` (processor.ts) counts a failure that BullMQ is about to retry into the job's data
 // (`countStepFailure`); BullMQ then asks the worker's backoff strategy (`stepBackoff`), which reads it.
 import type { Job } from 'bullmq';
 import { retryAfterOf } from '../classroom/errors.ts';

@@ -15,7 +15,7 @@ import type { StepRun } from './run-handle.ts';
 export type ChangeStep = (run: StepRun) => Promise<void>;
 
 /** States in which the batch's class exists and the batch is not held by an operator. */
-const WITH_CLASS = new Set(['created', 'link_enabled', 'synced', 'cancelled']);
+const WITH_CLASS: ReadonlySet<mapping.BatchState> = new Set(['created', 'link_enabled', 'synced', 'cancelled']);
 
 /** The step a change of this batch calls for now, if any (a class in doubt is settled first). */
 export function changeStepOf(row: MappingRow): ChangeStep | undefined {
@@ -76,7 +76,7 @@ async function archiveRemote(run: StepRun, classId: string): Promise<boolean> {
  */
 async function edit(run: StepRun): Promise<void> {
   const row = await run.refresh();
-  // Cancelled since the step was chosen: the archive goes instead (an edit must not settle a cancel).
+  // Cancelled since the step was chosen: the archive goes instead (an edit must not stand in for a cancel).
   if (row.cancelledAt) return;
   const classId = run.requireClassId();
   const changes = changesOf(row);
@@ -162,10 +162,10 @@ async function readBack(
 
 /**
  * An edit sent earlier (by a run that lost its answer, or that died) may still take effect until
- * `calls_settled_at`: a newer edit sent before then could be undone by it, so it waits, using no attempt.
+ * `calls_settled_at` (`callsLandedBy`): a newer edit sent before then could be undone by it, so it waits, using no attempt.
  */
 function awaitEarlierEdits(run: StepRun, classId: string): void {
-  const waitMs = (run.current.callsSettledAt?.getTime() ?? 0) - run.lag.now();
+  const waitMs = (run.current.callsLandedBy?.getTime() ?? 0) - run.lag.now();
   if (waitMs <= 0) return;
   const why = `an edit-class sent earlier for class ${classId} may still take effect for ${Math.ceil(waitMs)} ms; the next edit waits, so that the earlier one cannot undo it`;
   throw new DeferError(waitMs + 50, why, 'busy', 'earlier_edit_in_flight');

@@ -20,7 +20,7 @@ import { READ_LAG_PATIENCE } from './read-lag.ts';
 //   read's outcome moves it, as a stochastic approximation of a high quantile of the lag: a read that
 //   did not find its write sets it to at least twice the age it failed at (the lag was longer than
 //   that; reads sent together and failing together double it once, not once each), one that did
-//   shortens it by SHRINK, so it settles where about one read in READ_EARLY_SHARE⁻¹ is sent
+//   shortens it by SHRINK, so it comes to rest where about one read in READ_EARLY_SHARE⁻¹ is sent
 //   too early, with the doubling as its margin. Only outcomes count, never the age of a success: a
 //   read sent late succeeds late, and taking that as the lag would let the target creep up.
 //
@@ -35,7 +35,7 @@ export const LAG_WINDOW_MS = 10 * 60_000;
 const GROW = 2;
 /** What a read that found its write multiplies the delay by. */
 const SHRINK = 0.9875;
-/** The share of reads sent too early where the delay settles: a step up balances this many steps down. */
+/** The share of reads sent too early where the delay comes to rest: a step up balances this many steps down. */
 export const READ_EARLY_SHARE = Math.log(1 / SHRINK) / (Math.log(GROW) + Math.log(1 / SHRINK));
 /** A target shorter than this is no wait at all: a read is sent at once. */
 const TARGET_FLOOR_MS = 50;

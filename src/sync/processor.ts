@@ -1,7 +1,7 @@
 // The one place where a sync job's end becomes BullMQ behaviour. Whatever stopped it (no account
 // serves its institute, a refused key, no rate-limit slot for its lane yet, or its run) is an
 // error; `failureOf` classifies it into one kind and `queueAction` maps the kind to what the queue
-// does (src/sync/errors.ts); `settle` below carries that out. Lanes meet the rate limit here too: a
+// does (src/sync/errors.ts); `tellQueue` below carries that out. Lanes meet the rate limit here too: a
 // job of a lower lane (operator, backfill; they run in the background queue's own worker slots)
 // takes its first call's slot before its run starts, without touching PostgreSQL while it waits.
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
@@ -56,7 +56,7 @@ export function createSyncProcessor(processorDeps: ProcessorDeps) {
       const outcome = await runBatch(deps, key, attempt, { lastAttempt, ...(slot ? { firstSlot: slot.ready } : {}) });
       return { state: outcome.state, classId: outcome.classId };
     } catch (error) {
-      return settle({ job, token, attempt, key, log, deps: processorDeps }, error);
+      return tellQueue({ job, token, attempt, key, log, deps: processorDeps }, error);
     }
   };
 }
@@ -82,7 +82,7 @@ function defer(ms: number, why: string, kind: 'no_account' | 'credentials_refuse
   throw new DeferError(ms, `${why}; waiting ${ms} ms`, kind, reason);
 }
 
-interface Settling {
+interface StoppedJob {
   job: SyncJob;
   token: string | undefined;
   attempt: number;
@@ -92,7 +92,7 @@ interface Settling {
 }
 
 /** What the queue does with a job that stopped: decided by its failure's kind alone (`queueAction`). */
-async function settle({ job, token, attempt, key, log, deps }: Settling, error: unknown): Promise<never> {
+async function tellQueue({ job, token, attempt, key, log, deps }: StoppedJob, error: unknown): Promise<never> {
   const failure = failureOf(error);
   const action = queueAction(failure.kind);
   if (action !== 'fail' && error instanceof RunStoppedError) await promoteIfUnderWay(job, error.batchState, log);
@@ -215,7 +215,7 @@ async function outlastOutage(job: SyncJob, token: string | undefined, failure: F
  * The last attempt failed before its run held the lease: the batch is `failed` with the last error
  * (a later `retry` resumes safely), or `needs_review` when it may have a class; unless a runner holds it.
  */
-async function recordExhausted(deps: Settling['deps'], key: mapping.BatchKey, failure: Failure, attempt: number, log: Logger): Promise<void> {
+async function recordExhausted(deps: StoppedJob['deps'], key: mapping.BatchKey, failure: Failure, attempt: number, log: Logger): Promise<void> {
   const failed = await mapping.markExhausted(deps.db, key, { message: failure.message, kind: failure.kind }, { attempt, workerId: deps.workerId });
   log.warn(
     { attempt, kind: failure.kind, reason: failure.reason, from: failed?.from, to: failed?.row.state, classId: failed?.row.classId ?? null },

@@ -111,6 +111,6 @@ export function jobName(text: string): string {
  * rejects those commands where nobody can catch them. Waits for that, but not for a Redis that is
  * down (it would never come).
  */
-export async function settleQueue(queue: SyncQueue, boundMs = 2_000): Promise<void> {
+export async function waitForQueueReady(queue: SyncQueue, boundMs = 2_000): Promise<void> {
   await within(Promise.all(bothQueues(queue).map((q) => q.waitUntilReady())), boundMs).catch(() => undefined);
 }

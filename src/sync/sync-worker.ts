@@ -241,7 +241,7 @@ function observeResults(processor: SyncProcessor, onJobResult: ((result: SyncJob
     );
 }
 
-/** The audit trail and settled webhook messages keep BATCH_EVENTS_RETENTION; returns the audit rows pruned. */
+/** The audit trail and finished webhook messages keep BATCH_EVENTS_RETENTION; returns the audit rows pruned. */
 async function pruneOld(db: Parameters<typeof pruneEvents>[0], retentionMs: number): Promise<number> {
   const events = await pruneEvents(db, retentionMs);
   await outbox.pruneMessages(db, retentionMs);

@@ -24,7 +24,7 @@ export interface DeliverDeps {
 }
 
 /**
- * One attempt in two parts: `sent` settles when the endpoint has answered (or not: a timeout, a
+ * One attempt in two parts: `sent` resolves when the endpoint has answered (or not: a timeout, a
  * refused connection), which frees its delivery slot; `done` when the answer is recorded. Answers
  * are recorded together (./recorder.ts), so a slot never waits for a statement.
  */

@@ -1,4 +1,4 @@
-// Webhooks: the integrator hears of every settled batch by a signed Standard Webhooks message. The
+// Webhooks: the integrator hears of every batch that comes to rest by a signed Standard Webhooks message. The
 // outbox rows are written by PostgreSQL itself beside each state change (migrations/0007); this module
 // delivers them, on a thread, a connection pool and HTTP connections of its own.
 export type { DeliveryOutcome, Dispatcher } from './dispatcher.ts';

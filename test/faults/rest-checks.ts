@@ -52,7 +52,7 @@ export interface RestNotes {
   rowBehindClass: string[];
 }
 
-/** The newest refusal of an edit-class recorded for a row: the revision it settled, its fields, the HTTP status. */
+/** The newest refusal of an edit-class recorded for a row: the revision it closed, its fields, the HTTP status. */
 export interface EditRefusal {
   revision: number;
   fields: string[];

@@ -210,7 +210,7 @@ async function lateWrites(held: Held[], since: string, owner: string) {
 }
 
 /** Once every batch of the case is at rest: how many synced, which did not (and why), and how many have other than one class. */
-async function settled(prefix: string) {
+async function restingTruth(prefix: string) {
   const rows = await waitFor(
     async () => {
       const found = await query<{ batch: string; name: string; state: string; error: string | null; attempts: number; owner: string | null }>(
@@ -244,7 +244,7 @@ async function runCase(signal: Signal, fleet: Spawned[], expect: ExpectStatic) {
   // A frozen worker wakes only once every batch it held has moved, and been finished, on another.
   const gaps = await takeoverGaps(held, killedAt, target.workerId!, 60_000);
   const frozenMs = signal === 'SIGSTOP' ? await wakeOnceFinished(target, held, signalledAt) : null;
-  const truth = await settled(prefix);
+  const truth = await restingTruth(prefix);
   let wokenAlive: boolean | null = null;
   let wokenExitCode: number | null = null;
   if (signal === 'SIGSTOP') {

@@ -26,7 +26,7 @@ interface Timer {
 }
 
 /** Lets the promise callbacks queued so far (and those they queue) run. */
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+const drainCallbacks = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export function manualClock(start = 0): ManualClock {
   let t = start;
@@ -52,12 +52,12 @@ export function manualClock(start = 0): ManualClock {
     },
     async advance(ms) {
       const until = t + ms;
-      await settle();
+      await drainCallbacks();
       for (let timer = nextDue(until); timer; timer = nextDue(until)) {
         timers.splice(timers.indexOf(timer), 1);
         t = Math.max(t, timer.at); // a timer that came due during a jump fires now, late
         timer.fire();
-        await settle();
+        await drainCallbacks();
       }
       t = until;
     },

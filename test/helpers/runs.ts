@@ -124,14 +124,14 @@ export function watchedClient(h: Harness, batchId: string, stop?: StopRule): Wat
       await released;
       return send(noted);
     }
-    const settled = await send(noted).then(
+    const outcome = await send(noted).then(
       (value) => ({ ok: true as const, value }),
       (error: unknown) => ({ ok: false as const, error }),
     );
     reached();
     await released;
-    if (settled.ok) return settled.value;
-    throw settled.error;
+    if (outcome.ok) return outcome.value;
+    throw outcome.error;
   }
   const client: ClassroomClient = {
     addClass: (input, o) => around('addClass', (n) => real.addClass(input, n), o, { name: input.name }),

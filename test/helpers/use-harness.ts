@@ -101,8 +101,8 @@ export class Teardown {
   private readonly closers: Array<() => unknown> = [];
   private readonly harnesses: Harness[] = [];
 
-  /** `settleMs`: how long a connection someone just closed may take to be gone on the server's side too. */
-  constructor(private readonly settleMs = 5_000) {}
+  /** `closeGraceMs`: how long a connection someone just closed may take to be gone on the server's side too. */
+  constructor(private readonly closeGraceMs = 5_000) {}
 
   async harness(options: Omit<HarnessOptions, 'enabled'>): Promise<Harness> {
     const h = await createHarness(options.env, options.sandbox);
@@ -139,7 +139,7 @@ export class Teardown {
     while (this.harnesses.length) {
       const h = this.harnesses.pop()!;
       try {
-        const left = await leftOpen(h, this.settleMs);
+        const left = await leftOpen(h, this.closeGraceMs);
         await h.close();
         if (left.length) problems.push(new Error(`left open at teardown (${h.databaseName}):\n  ${left.join('\n  ')}`));
       } catch (error) {
@@ -155,9 +155,9 @@ export class Teardown {
  * What is still open on `h` once everything registered has closed: BullMQ workers on its sync queue,
  * then, with the harness's own runtime closed, connections to its database. Closes `h.runtime`.
  */
-async function leftOpen(h: Harness, settleMs: number): Promise<string[]> {
+async function leftOpen(h: Harness, closeGraceMs: number): Promise<string[]> {
   const left: string[] = [];
-  const workers = await settled(settleMs, () => h.runtime.queue.getWorkers());
+  const workers = await untilEmpty(closeGraceMs, () => h.runtime.queue.getWorkers());
   if (workers.length) {
     left.push(`${workers.length} BullMQ worker(s) still consuming ${h.config.queuePrefix}: a SyncWorker or worker process nobody closed (${names(workers)})`);
   }
@@ -165,8 +165,8 @@ async function leftOpen(h: Harness, settleMs: number): Promise<string[]> {
   const client = new pg.Client({ connectionString: `${PG_SERVER}/postgres` });
   await client.connect();
   try {
-    const connections = await settled(
-      settleMs,
+    const connections = await untilEmpty(
+      closeGraceMs,
       async () =>
         (
           await client.query<{ application_name: string; state: string | null; query: string }>(
@@ -187,7 +187,7 @@ async function leftOpen(h: Harness, settleMs: number): Promise<string[]> {
 }
 
 /** Polls `list` until it is empty or `ms` have passed; returns the last answer. */
-async function settled<T>(ms: number, list: () => Promise<T[]>): Promise<T[]> {
+async function untilEmpty<T>(ms: number, list: () => Promise<T[]>): Promise<T[]> {
   const deadline = Date.now() + ms;
   for (;;) {
     const found = await list();

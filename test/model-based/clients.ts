@@ -24,15 +24,15 @@ export function wrapClient(real: ClassroomClient, around: Around): ClassroomClie
   };
 }
 
-/** Settles `call`, then runs `after`, then answers as the call did. */
+/** Awaits `call`, then runs `after`, then answers as the call did. */
 async function thenAnswer<R>(call: Promise<R>, after: () => Promise<void>): Promise<R> {
-  const settled = await call.then(
+  const outcome = await call.then(
     (value) => ({ ok: true as const, value }),
     (error: unknown) => ({ ok: false as const, error }),
   );
   await after();
-  if (settled.ok) return settled.value;
-  throw settled.error;
+  if (outcome.ok) return outcome.value;
+  throw outcome.error;
 }
 
 /** A wrapper of a client whose first call of `operation` stops at `at` until `resume()`. */

@@ -23,7 +23,7 @@
 // Where the search found the design's first draft wanting, the model follows the rule it found right, marked
 // MODEL FINDING n where it is written; the design as written stays reachable as a bug switch, so a
 // test shows its counterexample: 1 failedState (failIgnoresUnsentCancel), 2 noClass
-// (noClassKeepsNext), 3 editStep (editSettlesCancel), 4 carried (refusalKeepsApplied), 5 editStep
+// (noClassKeepsNext), 3 editStep (editAppliesCancel), 4 carried (refusalKeepsApplied), 5 editStep
 // (refusalResends), 6 editedWrite (refusalOnlyInLastError), 7 editStep (editDiffsStaleApplied),
 // 8 editStep (refusedUnarchiveKept).
 import { intakeSteps } from './intake.ts';

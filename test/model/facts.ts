@@ -11,7 +11,7 @@ export const doubt = (r: Row): boolean => r.sent && r.classId === null;
 export const nothingSent = (r: Row): boolean => !r.sent && r.classId === null;
 
 /**
- * A terminal batch with a change its run has not settled yet: one test, for the run, the job and the
+ * A terminal batch with a change its run has not applied yet: one test, for the run, the job and the
  * sweep alike (revisions only; an archived class of a synced batch is never at rest, since a refused
  * unarchive fails the batch: run-class.ts, MODEL FINDING 8).
  */

@@ -1,7 +1,7 @@
 // The invariants of the doubt rule (docs/reliability.md), checked after every step of the model, and the goal of the liveness
 // search. Numbers follow the design's list; two are this model's own: `wish` (9), its reading of
 // intake's rules (at rest, the batch ends as the integrator last asked unless an operator holds it),
-// and `refusalSettles` (10): a change the remote refused is settled, not sent again until a newer one.
+// and `refusalIsFinal` (10): a change the remote refused is done with, not sent again until a newer one.
 import { atRest, doubt, nothingSent, storedClass } from './facts.ts';
 import type { Happening, Model, Options } from './types.ts';
 
@@ -15,7 +15,7 @@ export type InvariantName =
   | 'liveness'
   | 'facts'
   | 'wish'
-  | 'refusalSettles';
+  | 'refusalIsFinal';
 export const INVARIANTS: readonly InvariantName[] = [
   'oneClass',
   'noAddWhileMayExist',
@@ -26,7 +26,7 @@ export const INVARIANTS: readonly InvariantName[] = [
   'liveness',
   'facts',
   'wish',
-  'refusalSettles',
+  'refusalIsFinal',
 ];
 
 export interface Broken {
@@ -42,7 +42,7 @@ export function brokenBySteps(happened: readonly Happening[]): Broken[] {
       return [{ invariant: 'noAddWhileMayExist', message: 'add-class intent written while a class may exist (doubt or a stored class)' }];
     if (h.kind === 'add' && h.remoteHolds) return [{ invariant: 'noAddWhileMayExist', message: 'add-class sent while the remote holds a class of the batch' }];
     if (h.kind === 'edit' && h.resendsRefused)
-      return [{ invariant: 'refusalSettles', message: 'edit-class sends again a change the remote refused at this revision' }];
+      return [{ invariant: 'refusalIsFinal', message: 'edit-class sends again a change the remote refused at this revision' }];
     return [];
   });
 }

@@ -33,15 +33,15 @@ function classOutcomes(m: Model, effect: (c: RemoteClass) => RemoteClass, ok: Pc
 /**
  * edit-class with what the class lacks: the waiting name, a changed subject, being listed again. It
  * reads the row first, and (MODEL FINDING 3) decides again from that read: cancelled meanwhile, it
- * archives instead. Else markEdited's appliedRevision := (the revision read) would settle the
- * cancel's revision without an archive, and a synced batch would rest cancelled with a visible class.
+ * archives instead. Else markEdited's appliedRevision := (the revision read) would mark the
+ * cancel's revision applied without an archive, and a synced batch would rest cancelled with a visible class.
  */
 export function editStep(m: Model, opts: Options): Step[] {
   const row = m.row;
-  if (row.cancelled && opts.bug !== 'editSettlesCancel') return archiveStep(m, opts);
+  if (row.cancelled && opts.bug !== 'editAppliesCancel') return archiveStep(m, opts);
   const applied = row.applied ?? row.event;
   // What the remote refused at this revision is not sent again (only with `refusalResends`, whose
-  // refusal does not settle its revision, is an edit of the same revision made again).
+  // refusal does not mark its revision applied, is an edit of the same revision made again).
   const resend = opts.bug === 'refusalResends' || row.refusedRevision !== row.revision;
   const name = resend ? row.nextClassName : null;
   // MODEL FINDING 7: appliedEvent is stale after an edit that landed unrecorded (answer lost, worker
@@ -70,7 +70,7 @@ export function editStep(m: Model, opts: Options): Step[] {
 
 /**
  * markEdited: the class carries what was sent (appliedEvent is what it carries, so a refused part
- * stays out of it); or markEditRefused: settled as refused, the state kept, the refusal recorded for
+ * stays out of it); or markEditRefused: marked applied as refused, the state kept, the refusal recorded for
  * its revision (refusedRevision, MODEL FINDING 6: lastErrorKind alone is overwritten by later errors).
  */
 export function editedWrite(m: Model, pc: Extract<Pc, { at: 'edited' }>, opts: Options): Step {
@@ -86,7 +86,7 @@ export function editedWrite(m: Model, pc: Extract<Pc, { at: 'edited' }>, opts: O
     });
   }
   if (opts.bug === 'refusedEditFails') return releaseWrite('run: markEditRefused → failed', m, { state: 'failed', lastErrorKind: 'edit_refused' }, false, opts);
-  // MODEL FINDING 5: the refusal settles its revision, so what was refused is not sent again and again.
+  // MODEL FINDING 5: the refusal marks its revision applied, so what was refused is not sent again and again.
   const appliedRevision = opts.bug === 'refusalResends' ? row.appliedRevision : pc.revision;
   const refusal = { appliedRevision, nextClassName, lastErrorKind: 'edit_refused', refusedRevision: pc.revision } as const;
   return extendWrite('run: markEditRefused', m, { ...refusal, ...carried(m, opts) });

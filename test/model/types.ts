@@ -133,7 +133,7 @@ export type Bug =
   | 'refusalOnlyInLastError'
   | 'failIgnoresUnsentCancel'
   | 'noClassKeepsNext'
-  | 'editSettlesCancel'
+  | 'editAppliesCancel'
   | 'refusalKeepsApplied'
   | 'refusalResends'
   | 'editDiffsStaleApplied'

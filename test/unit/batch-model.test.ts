@@ -90,11 +90,11 @@ const MORE: readonly Teeth[] = [
   // Finding 2: abandon --no-class leaves the waiting rename with no class and no doubt.
   { bug: 'noClassKeepsNext', caught: 'facts', budget: { faults: 2, changes: 1, operator: 2 } },
   // Finding 3: an edit that read a cancel settles its revision without an archive.
-  { bug: 'editSettlesCancel', caught: 'wish', budget: SMALL },
+  { bug: 'editAppliesCancel', caught: 'wish', budget: SMALL },
   // Finding 4: a refused re-send of an edit that had landed: the row keeps values the class no longer carries.
   { bug: 'refusalKeepsApplied', caught: 'syncedNewest', budget: TWO_FAULTS },
   // Finding 5: a refused edit that does not settle its revision is sent again (and again).
-  { bug: 'refusalResends', caught: 'refusalSettles', budget: NO_OPERATOR },
+  { bug: 'refusalResends', caught: 'refusalIsFinal', budget: NO_OPERATOR },
   // Finding 6: a refusal recorded only in lastErrorKind is overwritten by a later error.
   { bug: 'refusalOnlyInLastError', caught: 'syncedNewest', budget: TWO_FAULTS },
   // Finding 7: an edit that landed unrecorded, then a change back: the subject is never sent.

@@ -119,7 +119,7 @@ export const batchClasses = pgTable(
      * for a run that died holding the lease, its end plus twice that. The next edit waits for it, so
      * that a late one cannot undo a newer one. Null: none outstanding.
      */
-    callsSettledAt: ts('calls_settled_at'),
+    callsLandedBy: ts('calls_settled_at'),
     /** When an add-class of this batch was answered with its ClassID (null for an adopted class). */
     createAckedAt: ts('create_acked_at'),
     classCreatedAt: ts('class_created_at'),

@@ -58,7 +58,7 @@ export const webhookMessages = pgTable(
     index('webhook_messages_status_idx').on(t.status, t.id),
     // The metrics' oldest pending message: the index's first entry.
     index('webhook_messages_pending_age_idx').on(t.occurredAt).where(sql`${t.status} = 'pending'`),
-    // Settled messages by age: what pruning deletes, oldest first, without reading the pending ones.
+    // Finished messages (delivered, given up, skipped) by age: what pruning deletes, oldest first, without reading the pending ones.
     index('webhook_messages_settled_idx').on(t.occurredAt).where(sql`${t.status} <> 'pending'`),
   ],
 );
