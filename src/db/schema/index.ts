@@ -8,6 +8,8 @@
 //   lease       a runner's claim on a batch (owner, epoch, expiry); every write names its epoch
 //   drift       any difference between the mappings and what the remote lists
 //   orphan      a remote class that no mapping points at
+//   settle      to decide an add-class of unknown outcome from the listing (src/sync/settle.ts, after
+//               SYNC_SETTLE); the word has no other sense here
 export * from './batch-classes.ts';
 export * from './reconciliation-runs.ts';
 export * from './batch-events.ts';
