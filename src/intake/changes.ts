@@ -12,7 +12,7 @@
 //                           listing first (or an operator, in needs_review); never `pending`, never
 //                           `cancelled` while a class may be live
 //   cancelled               a later created/updated event reopens it (its class is unarchived, updated)
-import { type ChangePlan, type ChangeSet, type MappingRow, type StoredEvent, nothingSent } from '../mapping/index.ts';
+import { CLASS_FIELDS, type ChangePlan, type ChangeSet, type MappingRow, type StoredEvent, classFieldsOf, copyField, nothingSent } from '../mapping/index.ts';
 import { type BatchEvent, typeOf } from './schema.ts';
 
 /** States in which an operator has the batch (or a failure waits for one): a change is recorded, and applied once they let it go. */
@@ -31,14 +31,11 @@ export function planChange(row: MappingRow, event: BatchEvent, renderName: (even
 
 /** The batch's values after the event: a created event replaces them, an update sets what it names. */
 function valuesOf(current: StoredEvent, event: BatchEvent): StoredEvent {
-  if (!('type' in event)) return { batchId: event.batchId, instituteId: event.instituteId, name: event.name, subject: event.subject, extra: event.extra };
+  if (!('type' in event)) return { batchId: event.batchId, instituteId: event.instituteId, ...classFieldsOf(event), extra: event.extra };
   if (event.type === 'batch.cancelled') return current;
-  return {
-    ...current,
-    ...(event.name === undefined ? {} : { name: event.name }),
-    ...(event.subject === undefined ? {} : { subject: event.subject }),
-    extra: { ...current.extra, ...event.extra },
-  };
+  const values: StoredEvent = { ...current, extra: { ...current.extra, ...event.extra } };
+  for (const field of CLASS_FIELDS) copyField(values, event, field);
+  return values;
 }
 
 function cancel(row: MappingRow, version: number | null): ChangePlan {
