@@ -12,7 +12,17 @@
 //                           listing first (or an operator, in needs_review); never `pending`, never
 //                           `cancelled` while a class may be live
 //   cancelled               a later created/updated event reopens it (its class is unarchived, updated)
-import { CLASS_FIELDS, type ChangePlan, type ChangeSet, type MappingRow, type StoredEvent, classFieldsOf, copyField, nothingSent } from '../mapping/index.ts';
+import {
+  CLASS_FIELDS,
+  type ChangePlan,
+  type ChangeSet,
+  type MappingRow,
+  type StoredEvent,
+  changedFields,
+  classFieldsOf,
+  copyField,
+  nothingSent,
+} from '../mapping/index.ts';
 import { type BatchEvent, typeOf } from './schema.ts';
 
 /** States in which an operator has the batch (or a failure waits for one): a change is recorded, and applied once they let it go. */
@@ -83,11 +93,3 @@ function update(row: MappingRow, values: StoredEvent, name: string, version: num
 
 /** The audit detail, naming who holds the batch when an operator does (the change applies once they let it go). */
 const held = (row: MappingRow, detail: Record<string, unknown>) => ({ ...detail, ...(HELD.has(row.state) ? { held: row.state } : {}) });
-
-function changedFields(before: StoredEvent, after: StoredEvent): string[] {
-  const fields: string[] = [];
-  if (before.name !== after.name) fields.push('name');
-  if (before.subject !== after.subject) fields.push('subject');
-  for (const key of Object.keys(after.extra)) if (JSON.stringify(before.extra?.[key]) !== JSON.stringify(after.extra[key])) fields.push(key);
-  return fields;
-}

@@ -11,7 +11,7 @@
 import type { BatchEventType, BatchRow, BatchState } from '../db/schema/index.ts';
 
 export { BATCH_EVENT_TYPES, BATCH_LANES, BATCH_STATES, QUEUE_LANES, TERMINAL_STATES, UNDER_WAY_STATES } from '../db/schema/index.ts';
-export { CLASS_FIELDS, classFieldsOf, classFieldsSchema, copyField, isClassField, withoutClassFields } from '../db/schema/index.ts';
+export { CLASS_FIELDS, changedFields, classFieldsOf, classFieldsSchema, copyField, isClassField, withoutClassFields } from '../db/schema/index.ts';
 export type {
   BatchEventType,
   ClassFieldName,

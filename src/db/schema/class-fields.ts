@@ -1,5 +1,7 @@
 // The class's fields, declared once. Intake validates events with this schema; the stored event,
-// add-class and edit-class take their types from it. A new field added here reaches all of them.
+// add-class and edit-class take their types from it; `changedFields` is the one answer to "what did
+// this change touch", which both moves a batch's revision (src/intake/changes.ts) and names what an
+// edit-class sends (src/sync/change-steps.ts). A new field added here reaches all of them.
 import { z } from 'zod';
 import { printable } from '../../support/text.ts';
 
@@ -39,4 +41,18 @@ export function copyField<K extends ClassFieldName>(to: Partial<ClassFields>, fr
 /** An event's own fields but the declared class fields: its extra fields, still to be checked. */
 export function withoutClassFields(values: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(values).filter(([key]) => !isClassField(key)));
+}
+
+/**
+ * The fields `after` differs from `before` in: declared fields by name, then extra fields by key.
+ * Extra fields only merge (an update never removes one), so only those `after` carries are compared.
+ * With no `before` (what a class carries is not known), every field of `after` is named.
+ */
+export function changedFields(before: ClassValues | undefined, after: ClassValues): string[] {
+  const differs = (a: unknown, b: unknown) => before === undefined || JSON.stringify(a) !== JSON.stringify(b);
+  const fields: string[] = CLASS_FIELDS.filter((field) => differs(before?.[field], after[field]));
+  // Rows stored before extra fields existed may lack them.
+  const extra = after.extra ?? {};
+  for (const key of Object.keys(extra)) if (differs(before?.extra?.[key], extra[key])) fields.push(key);
+  return fields;
 }
