@@ -46,10 +46,10 @@ export function withoutClassFields(values: Record<string, unknown>): Record<stri
 /**
  * The fields `after` differs from `before` in: declared fields by name, then extra fields by key.
  * Extra fields only merge (an update never removes one), so only those `after` carries are compared.
- * With no `before` (what a class carries is not known), every field of `after` is named.
+ * With no `before` (what a class carries is not known), every field `after` carries is named.
  */
 export function changedFields(before: ClassValues | undefined, after: ClassValues): string[] {
-  const differs = (a: unknown, b: unknown) => before === undefined || JSON.stringify(a) !== JSON.stringify(b);
+  const differs = (a: unknown, b: unknown) => (before === undefined ? b !== undefined : JSON.stringify(a) !== JSON.stringify(b));
   const fields: string[] = CLASS_FIELDS.filter((field) => differs(before?.[field], after[field]));
   // Rows stored before extra fields existed may lack them.
   const extra = after.extra ?? {};
