@@ -9,29 +9,22 @@ import { describeUnsafeId, isSafeId } from './ids.ts';
 import { routeOf } from './operations.ts';
 import { type ClassRecord, type InstituteListing, classRecordSchema, listingSchema } from './schemas.ts';
 import type { ClassroomSettings } from './settings.ts';
+import type { ClassFields, ClassValues } from '../mapping/index.ts';
 
 export type { ClassroomSettings } from './settings.ts';
 
-export interface AddClassInput {
-  name: string;
-  subject: string;
-  instituteId: string;
-  /** Extra class fields from the batch event, sent as they are. */
-  extra?: Record<string, unknown>;
-}
+/**
+ * A class to add: the batch's declared class fields (src/db/schema/class-fields.ts), `name` being the
+ * class's rendered name, with its institute and the extra fields, sent as they are.
+ */
+export type AddClassInput = ClassFields & { instituteId: string; extra?: ClassValues['extra'] };
 
 /**
  * What an edit-class changes besides the join link. The spec lists only `classId` and
- * `enableJoinMagicLink` ("other editable fields: not shown"); a hosted service also takes these.
+ * `enableJoinMagicLink` ("other editable fields: not shown"); a hosted service also takes the class
+ * fields and `archived` (archived classes are listed under `hiddenClasses`).
  */
-export interface ClassChanges {
-  name?: string;
-  subject?: string;
-  /** Archived classes are listed under `hiddenClasses`. */
-  archived?: boolean;
-  /** Extra class fields, sent as they are (as on add-class). */
-  extra?: Record<string, unknown>;
-}
+export type ClassChanges = Partial<ClassFields> & { archived?: boolean; extra?: ClassValues['extra'] };
 
 export type { CallOptions, CallRecord, ClassroomHooks } from './call.ts';
 
@@ -53,7 +46,8 @@ export function createClassroomClient(settings: ClassroomSettings, hooks: Classr
 
   return {
     async addClass(input, options) {
-      const json = { ...input.extra, name: input.name, subject: input.subject, instituteId: input.instituteId };
+      const { extra, ...fields } = input;
+      const json = { ...extra, ...fields };
       return call('addClass', (signal) => http({ ...routeOf('addClass', settings), json, signal }), options, createdClass);
     },
 

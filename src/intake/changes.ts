@@ -12,7 +12,18 @@
 //                           listing first (or an operator, in needs_review); never `pending`, never
 //                           `cancelled` while a class may be live
 //   cancelled               a later created/updated event reopens it (its class is unarchived, updated)
-import { type BatchState, type ChangePlan, type ChangeSet, type MappingRow, type StoredEvent, nothingSent } from '../mapping/index.ts';
+import {
+  type BatchState,
+  CLASS_FIELDS,
+  type ChangePlan,
+  type ChangeSet,
+  type MappingRow,
+  type StoredEvent,
+  changedFields,
+  classFieldsOf,
+  copyField,
+  nothingSent,
+} from '../mapping/index.ts';
 import { type BatchEvent, typeOf } from './schema.ts';
 
 /** States in which an operator has the batch (or a failure waits for one): a change is recorded, and applied once they let it go. */
@@ -31,14 +42,11 @@ export function planChange(row: MappingRow, event: BatchEvent, renderName: (even
 
 /** The batch's values after the event: a created event replaces them, an update sets what it names. */
 function valuesOf(current: StoredEvent, event: BatchEvent): StoredEvent {
-  if (!('type' in event)) return { batchId: event.batchId, instituteId: event.instituteId, name: event.name, subject: event.subject, extra: event.extra };
+  if (!('type' in event)) return { batchId: event.batchId, instituteId: event.instituteId, ...classFieldsOf(event), extra: event.extra };
   if (event.type === 'batch.cancelled') return current;
-  return {
-    ...current,
-    ...(event.name === undefined ? {} : { name: event.name }),
-    ...(event.subject === undefined ? {} : { subject: event.subject }),
-    extra: { ...current.extra, ...event.extra },
-  };
+  const values: StoredEvent = { ...current, extra: { ...current.extra, ...event.extra } };
+  for (const field of CLASS_FIELDS) copyField(values, event, field);
+  return values;
 }
 
 function cancel(row: MappingRow, version: number | null): ChangePlan {
@@ -86,11 +94,3 @@ function update(row: MappingRow, values: StoredEvent, name: string, version: num
 
 /** The audit detail, naming who holds the batch when an operator does (the change applies once they let it go). */
 const held = (row: MappingRow, detail: Record<string, unknown>) => ({ ...detail, ...(HELD.has(row.state) ? { held: row.state } : {}) });
-
-function changedFields(before: StoredEvent, after: StoredEvent): string[] {
-  const fields: string[] = [];
-  if (before.name !== after.name) fields.push('name');
-  if (before.subject !== after.subject) fields.push('subject');
-  for (const key of Object.keys(after.extra)) if (JSON.stringify(before.extra?.[key]) !== JSON.stringify(after.extra[key])) fields.push(key);
-  return fields;
-}

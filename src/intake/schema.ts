@@ -1,21 +1,11 @@
 // Batch events: what the integrator's system tells us about a batch (created, then updated or cancelled).
 import { z } from 'zod';
+import { CLASS_FIELDS, type ClassFields, type StoredEvent, classFieldsOf, classFieldsSchema, copyField, withoutClassFields } from '../mapping/index.ts';
+import { LONE_SURROGATE, printable } from '../support/text.ts';
 
 const RESERVED_EXTRA = new Set(['_id', 'classId', 'joinMagicLink', 'namespace', 'userId', 'archived', 'enableJoinMagicLink']);
-/** An unpaired UTF-16 surrogate: no UTF-8 encoding exists for it, and Postgres refuses it in jsonb. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** In JSON.stringify output: an escaped NUL or lone surrogate (jsonb stores neither), the backslash itself not escaped. */
 const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
-const printable = (max: number) =>
-  z
-    .string()
-    .trim()
-    .min(1, 'must not be empty')
-    .max(max, `must be at most ${max} characters`)
-    // eslint-disable-next-line no-control-regex
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point of this rule
-    .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters')
-    .refine((value) => !LONE_SURROGATE.test(value), 'must be valid Unicode text (no unpaired surrogates)');
 
 export const MAX_EXTRA_BYTES = 8_192;
 
@@ -40,31 +30,27 @@ const versionField = z
 const typeField = z.enum(EVENT_TYPES, { error: `must be one of ${EVENT_TYPES.join(', ')}` }).optional();
 const envelope = { instituteId: instituteIdField, type: typeField, version: versionField };
 
-/** The fields of a class; a change carries only those it changes. */
-const classFields = { name: printable(200), subject: printable(200) };
+/** The class fields (declared in src/db/schema/class-fields.ts): a created event carries them all, a change only those it changes. */
+const classFields = classFieldsSchema.shape;
+/** What a schema gives before `parseBatchEvent` fills in the default institute. */
+type Parsed<T> = Omit<T, 'instituteId'> & { instituteId: string | undefined };
 
-export const batchCreatedSchema = z.looseObject({ batchId: printable(200), ...classFields, ...envelope }).transform((event, ctx) => {
-  const { type: _type, version, batchId, name, subject, instituteId, ...rest } = event;
-  return { batchId, name, subject, instituteId, version, extra: extraFields(rest, ctx) };
+export const batchCreatedSchema = z.looseObject({ batchId: printable(200), ...classFields, ...envelope }).transform((event, ctx): Parsed<BatchCreated> => {
+  const { type: _type, version, batchId, instituteId, ...own } = event;
+  return { batchId, ...classFieldsOf(own), instituteId, version, extra: extraFields(withoutClassFields(own), ctx) };
 });
 
 const batchUpdatedSchema = z
-  .looseObject({ batchId: printable(200), name: classFields.name.optional(), subject: classFields.subject.optional(), ...envelope })
-  .transform((event, ctx) => {
-    const { type: _type, version, batchId, name, subject, instituteId, ...rest } = event;
-    const extra = extraFields(rest, ctx);
-    if (name === undefined && subject === undefined && Object.keys(extra).length === 0) {
-      ctx.addIssue({ code: 'custom', path: [], message: 'a batch.updated event must change name, subject or an extra class field' });
+  .looseObject({ batchId: printable(200), ...classFieldsSchema.partial().shape, ...envelope })
+  .transform((event, ctx): Parsed<BatchUpdated> => {
+    const { type: _type, version, batchId, instituteId, ...own } = event;
+    const extra = extraFields(withoutClassFields(own), ctx);
+    const changes: Partial<ClassFields> = {};
+    for (const field of CLASS_FIELDS) copyField(changes, own, field);
+    if (Object.keys(changes).length === 0 && Object.keys(extra).length === 0) {
+      ctx.addIssue({ code: 'custom', path: [], message: `a batch.updated event must change ${CLASS_FIELDS.join(', ')} or an extra class field` });
     }
-    return {
-      type: 'batch.updated' as const,
-      batchId,
-      instituteId,
-      version,
-      extra,
-      ...(name === undefined ? {} : { name }),
-      ...(subject === undefined ? {} : { subject }),
-    };
+    return { type: 'batch.updated' as const, batchId, instituteId, version, extra, ...changes };
   });
 
 /** A cancellation names its batch; the class fields it may carry are not used. */
@@ -136,29 +122,16 @@ function pollutingKey(key: string, value: unknown, path = key, depth = 0): strin
 
 export type BatchCreatedInput = z.input<typeof batchCreatedSchema>;
 /** What `publishBatchUpdated` takes: any field besides these is an extra class field to set. */
-export type BatchUpdatedInput = { batchId: string; instituteId?: string; name?: string; subject?: string; version?: number } & Record<string, unknown>;
+export type BatchUpdatedInput = { batchId: string; instituteId?: string; version?: number } & Partial<ClassFields> & Record<string, unknown>;
 export type BatchCancelledInput = { batchId: string; instituteId?: string; version?: number };
-export interface BatchCreated {
-  batchId: string;
-  name: string;
-  subject: string;
-  instituteId: string;
-  /** Extra class fields sent as they are on add-class. */
-  extra: Record<string, unknown>;
-  /** The integrator's version of the batch: grows with each change (optional). */
-  version?: number | undefined;
-}
-/** New values for a recorded batch: at least one of name, subject or an extra field. */
-export interface BatchUpdated {
-  type: 'batch.updated';
-  batchId: string;
-  instituteId: string;
-  name?: string;
-  subject?: string;
-  /** Extra class fields to set (merged over those recorded). */
-  extra: Record<string, unknown>;
-  version?: number | undefined;
-}
+/** A batch-created event as parsed: the stored event and the integrator's version of the batch, which grows with each change (optional). */
+export type BatchCreated = StoredEvent & { version?: number | undefined };
+/** New values for a recorded batch: at least one class field or extra field (extra fields are merged over those recorded). */
+export type BatchUpdated = Partial<ClassFields> &
+  Pick<StoredEvent, 'batchId' | 'instituteId' | 'extra'> & {
+    type: 'batch.updated';
+    version?: number | undefined;
+  };
 export interface BatchCancelled {
   type: 'batch.cancelled';
   batchId: string;

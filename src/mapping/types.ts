@@ -3,8 +3,12 @@
 import type { BatchEventType, BatchRow, BatchState } from '../db/schema/index.ts';
 
 export { BATCH_EVENT_TYPES, BATCH_LANES, BATCH_STATES, QUEUE_LANES, TERMINAL_STATES, UNDER_WAY_STATES } from '../db/schema/index.ts';
+export { CLASS_FIELDS, changedFields, classFieldsOf, classFieldsSchema, copyField, isClassField, withoutClassFields } from '../db/schema/index.ts';
 export type {
   BatchEventType,
+  ClassFieldName,
+  ClassFields,
+  ClassValues,
   BatchLane,
   BatchState,
   Candidate,

@@ -8,6 +8,7 @@ import type { MappingRow } from '../mapping/index.ts';
 import * as mapping from '../mapping/index.ts';
 import { type ClassroomError, isClassroomError, isForbidden } from '../classroom/errors.ts';
 import { DeferError, SyncError } from './errors.ts';
+import { changesOf } from './class-values.ts';
 import { callOnClass } from './link-steps.ts';
 import { matchName } from './matching.ts';
 import type { StepRun } from './run-handle.ts';
@@ -99,20 +100,6 @@ async function edit(run: StepRun): Promise<void> {
     mapping.markEdited(run.deps.db, run.lease, run.deps.settings.leaseMs, edit, [...events, editEvent(run, 'class_edited', classId, fields, row.revision)]),
   );
   run.log.info({ classId, fields, revision: row.revision }, fields.length > 0 ? 'class edited: batch changed' : 'batch changed; its class already carries it');
-}
-
-/**
- * What an edit sends: a waiting name, being listed again, and the batch's subject and extra fields
- * whole. Those are sent even when `applied_event` already holds them: an earlier edit whose answer
- * was lost may have given the class other values (a change, then a change back), and sending them
- * again is harmless. A name is sent only when one waits (a rename in flight keeps it waiting).
- */
-export function changesOf(row: Pick<MappingRow, 'event' | 'nextClassName' | 'archivedAt'>): ClassChanges {
-  const changes: ClassChanges = { subject: row.event.subject };
-  if (row.nextClassName !== null) changes.name = row.nextClassName;
-  if (Object.keys(row.event.extra ?? {}).length > 0) changes.extra = { ...row.event.extra };
-  if (row.archivedAt) changes.archived = false;
-  return changes;
 }
 
 /** An edit-class of the batch's own class; the name the remote kept, when its answer shows it. */

@@ -16,6 +16,7 @@ import type { SyncDeps } from './types.ts';
 import { type SharedListing, listingFor } from './institute-listing.ts';
 import { decideOnListing, listingFailure } from './shared-settle.ts';
 import { changeStepOf } from './change-steps.ts';
+import { addClassInput } from './class-values.ts';
 import type { StepRun } from './run-handle.ts';
 import { enableLink, readLink } from './link-steps.ts';
 
@@ -107,7 +108,7 @@ export class BatchRun implements StepRun {
       this.write('creating', (events) => mapping.markCreating(this.deps.db, this.lease, leaseMs, sending, events)).then(() => this.keeper.assertOwned());
     let classId: string;
     try {
-      const input = { name: sending.className, subject: event.subject, instituteId: this.row.instituteId, extra: event.extra ?? {} };
+      const input = addClassInput(event, sending.className, this.row.instituteId);
       ({ classId } = await this.deps.classroom.addClass(input, this.callOptions(markCreating)));
     } catch (error) {
       // Only a failure that proves nothing was created may forget that a POST was attempted.

@@ -14,6 +14,7 @@ export * from './batch-classes.ts';
 export * from './reconciliation-runs.ts';
 export * from './batch-events.ts';
 export type * from './stored.ts';
+export * from './class-fields.ts';
 export * from './webhook-messages.ts';
 export * from './webhook-routes.ts';
 export * from './counts.ts';

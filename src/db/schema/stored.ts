@@ -2,14 +2,12 @@
 // they live beside the tables (the lowest layer) and every other module imports them from here
 // through src/mapping.
 
-/** The batch-created event exactly as accepted at intake (`batch_classes.event`). */
-export interface StoredEvent {
+import type { ClassValues } from './class-fields.ts';
+
+/** The batch-created event exactly as accepted at intake (`batch_classes.event`): its class fields are declared in class-fields.ts. */
+export interface StoredEvent extends ClassValues {
   batchId: string;
-  name: string;
-  subject: string;
   instituteId: string;
-  /** Extra class fields, sent as they are on add-class. */
-  extra: Record<string, unknown>;
 }
 
 /** How a listed name matched ours (see src/sync/matching.ts). */
