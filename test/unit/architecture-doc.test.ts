@@ -63,6 +63,14 @@ describe('ARCHITECTURE.md', () => {
     expect(section('## Code map', '## One batch')).toContain(`last replaced in migrations/${file}`);
   });
 
+  it('says how to add a class field and a remote operation, a field in at most 5 source files', () => {
+    const field = section('## How to add a class field', '## How to add a remote operation');
+    const needed = field.slice(0, field.indexOf(' 3. '));
+    expect(new Set(needed.match(/\b(?:src|test)\/[\w./-]+\.ts\b/g)).size).toBeGreaterThan(0);
+    expect(new Set(needed.match(/\bsrc\/[\w./-]+\.ts\b/g)).size).toBeLessThanOrEqual(5);
+    expect(section('## How to add a remote operation')).toContain('src/classroom/operations.ts');
+  });
+
   it('names only source files that exist', () => {
     const named = [...new Set(doc.match(/\bsrc\/[\w./-]+\.(?:ts|mjs)\b/g) ?? [])];
     expect(named.length).toBeGreaterThan(20);

@@ -4,7 +4,10 @@
 
 import type { ClassValues } from './class-fields.ts';
 
-/** The batch-created event exactly as accepted at intake (`batch_classes.event`): its class fields are declared in class-fields.ts. */
+/**
+ * The batch's values as they now stand (`batch_classes.event`): its batch-created event with every
+ * accepted update merged in (src/intake/changes.ts). Its class fields are declared in class-fields.ts.
+ */
 export interface StoredEvent extends ClassValues {
   batchId: string;
   instituteId: string;
