@@ -41,6 +41,14 @@ module.exports = {
       },
     },
     {
+      name: 'config-through-settings',
+      comment:
+        "A part is handed its own settings, not the configuration: only a folder's settings.ts reads a Config (src/sync/settings.ts, src/reconcile/settings.ts, src/http/settings.ts), beside the composition roots (runtime, library, commands, cli, the sandbox's entry, the package's).",
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/(config|runtime|library|commands|cli)/', '^src/sandbox/index[.]ts$', '^src/index[.]ts$', '/settings[.]ts$'] },
+      to: { path: '^src/config/config[.]ts$' },
+    },
+    {
       name: 'otel-sdk-only-when-tracing',
       comment:
         'Tracing off loads no OpenTelemetry SDK: only @opentelemetry/api (a no-op until an SDK registers) may be imported statically; the rest through import() in src/telemetry/start.ts.',

@@ -33,6 +33,7 @@ import { publishBatches } from '../src/intake/publish.ts';
 import { CLI, addBulkRate, runCli } from './support/enqueue.ts';
 import { type Machine, machineAtEnd, machineAtStart, publish, quantile, round } from './support/report.ts';
 import { argValue, benchEvents, createScratch, numberSetting, scratchPool } from './support/scratch.ts';
+import { httpSettingsOf } from '../src/http/settings.ts';
 
 const PER_POST = 500;
 const STARTUP_RUNS = 15;
@@ -178,7 +179,7 @@ async function startServerChild(env: Record<string, string>, profile: string | u
 async function serverChild(): Promise<void> {
   const config = loadConfig(process.env);
   const runtime = createRuntime(config, { logger: createLogger({ level: 'silent' }) });
-  const http = await createHttpServer({ ...runtime, metrics: createMetrics(), publish: publishDepsOf(runtime) });
+  const http = await createHttpServer({ ...runtime, httpSettings: httpSettingsOf(runtime.config), metrics: createMetrics(), publish: publishDepsOf(runtime) });
   const url = await http.listen({ port: 0, host: '127.0.0.1' });
   const profile = argValue('--profile');
   const session = profile ? new Session() : undefined;

@@ -13,6 +13,7 @@ import { within } from '../support/timeout.ts';
 import { urlForLog } from '../support/urls.ts';
 import { type SyncWorker, createSyncWorker } from '../sync/sync-worker.ts';
 import { type WebhookThread, startWebhookThread } from '../webhooks/index.ts';
+import { httpSettingsOf } from '../http/settings.ts';
 
 export interface WorkerProcessOptions {
   /** Require API_TOKEN on /metrics too. */
@@ -49,7 +50,7 @@ export async function startWorker(config: Config, options: WorkerProcessOptions 
   let delivery: WebhookThread | undefined;
   try {
     const { metricsAuth = false, clock } = options;
-    const deps = { ...runtime, metrics, publish: publishDepsOf(runtime), webhooks: () => delivery?.state() };
+    const deps = { ...runtime, httpSettings: httpSettingsOf(runtime.config), metrics, publish: publishDepsOf(runtime), webhooks: () => delivery?.state() };
     http = await createHttpServer(deps, { metricsAuth, ...(clock ? { clock } : {}) });
     // Listen before taking jobs: a port clash should stop a fresh process before it does any work.
     url = await http.listen().catch((error: unknown) => {

@@ -2,16 +2,16 @@
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, LogLevel, onRequestHookHandler } from 'fastify';
 import { type Remotes, breakersOf } from '../accounts/remotes.ts';
-import type { Config } from '../config/config.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { createScrapeGuard } from '../metrics/scrape-guard.ts';
 import type { Redis } from '../redis/connection.ts';
 import type { Clock } from '../support/clock.ts';
 import type { SyncQueue } from '../sync/queue.ts';
+import type { HttpSettings } from './settings.ts';
 
 export interface MetricsRouteDeps {
   /** `databaseUrl`: the scrape's own connection; `accounts`: batches by account with several. */
-  config: Pick<Config, 'databaseUrl' | 'accounts'>;
+  httpSettings: Pick<HttpSettings, 'databaseUrl' | 'accounts'>;
   /** The queues' connection. */
   redis: Redis;
   queue: SyncQueue;
@@ -33,16 +33,16 @@ export interface MetricsRouteDeps {
  * own, at most once per SCRAPE_REUSE_MS (scrape-guard.ts); the connection closes with the server.
  */
 export function registerMetricsRoute(app: FastifyInstance, deps: MetricsRouteDeps): void {
-  const { config, metrics, onRequest } = deps;
+  const { httpSettings: settings, metrics, onRequest } = deps;
   const scrape = createScrapeGuard({
     refresh: (sources, only) => metrics.refresh(sources, only),
     render: () => metrics.registry.metrics(),
-    databaseUrl: config.databaseUrl,
+    databaseUrl: settings.databaseUrl,
     sources: () => ({
       redis: deps.redis,
       queues: [deps.queue, ...deps.extraQueues],
       breakers: breakersOf(deps.remotes),
-      accounts: config.accounts,
+      accounts: settings.accounts,
     }),
     timeoutMs: deps.probeTimeoutMs,
     ...(deps.clock ? { clock: deps.clock } : {}),

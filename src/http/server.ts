@@ -7,7 +7,6 @@
 import { type Remotes, breakersOf } from '../accounts/remotes.ts';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type LogLevel } from 'fastify';
-import type { Config } from '../config/config.ts';
 import type { Database } from '../db/client.ts';
 import type { PublishDeps } from '../intake/publish.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -27,13 +26,15 @@ import { sessionSecret } from './session-secret.ts';
 import { installErrorHandlers } from './errors.ts';
 import { registerHealthRoutes } from './health.ts';
 import { registerMetricsRoute } from './metrics-route.ts';
+import type { HttpSettings } from './settings.ts';
 
 /** 1,000 events with the largest allowed extra fields (8 KiB each) fit. */
 export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
 
 /** What the server uses: a Runtime has all of it but `metrics` and `publish`. */
 export interface HttpServerDeps {
-  config: Pick<Config, 'http' | 'queuePrefix' | 'databaseUrl' | 'accounts' | 'classroom'>;
+  /** The server's settings (src/http/settings.ts), built once from the configuration. */
+  httpSettings: HttpSettings;
   logger: Logger;
   /** Probed by /readyz; holds the sign-in throttle's counts and the fleet's session secret; read by /metrics. */
   redis: Redis;
@@ -76,8 +77,8 @@ export interface HttpServer {
 }
 
 export async function createHttpServer(deps: HttpServerDeps, options: HttpServerOptions = {}): Promise<HttpServer> {
-  const { config } = deps;
-  const directory = createClientDirectory(clientsOf(config.http));
+  const { httpSettings: settings } = deps;
+  const directory = createClientDirectory(clientsOf(settings.http));
   // Shared with the /metrics route and the dashboard: addQueue() appends to it after start.
   // The background queue (operator work, backfill) is shown beside the sync queue.
   const extraQueues: Queue[] = [deps.queue.background, ...(options.extraQueues ?? [])];
@@ -95,7 +96,7 @@ export async function createHttpServer(deps: HttpServerDeps, options: HttpServer
     forceCloseConnections: 'idle',
     // TRUST_PROXY: whose X-Forwarded-For and X-Forwarded-Proto to believe (the throttle counts by
     // address; the session cookie is Secure when the original request was https).
-    trustProxy: fastifyTrustProxy(config.http.trustProxy),
+    trustProxy: fastifyTrustProxy(settings.http.trustProxy),
     // Intake accepts 200-character batch ids; URL-encoded, each character may take up to 12.
     routerOptions: { maxParamLength: 2_400 },
   });
@@ -110,7 +111,7 @@ export async function createHttpServer(deps: HttpServerDeps, options: HttpServer
     logLevel: quietLevel,
     webhooks: deps.webhooks,
   });
-  const gate: Gate = { directory, throttle: createAuthThrottle(deps.redis, config.queuePrefix, options.clock) };
+  const gate: Gate = { directory, throttle: createAuthThrottle(deps.redis, settings.queuePrefix, options.clock) };
   const metricsGuard = options.metricsAuth ? { onRequest: requireDashboard(gate, 'scrape /metrics') } : {};
   registerMetricsRoute(app, { ...deps, extraQueues, probeTimeoutMs, logLevel: quietLevel, ...metricsGuard, clock: options.clock });
   let dashboard: Dashboard | undefined;
@@ -120,7 +121,7 @@ export async function createHttpServer(deps: HttpServerDeps, options: HttpServer
     deps.logger.warn('neither API_TOKEN nor API_CLIENTS_FILE is set: serving only /healthz, /readyz and /metrics; the batch API and dashboard answer 503');
     for (const url of ['/v1/*', DASHBOARD_PATH, `${DASHBOARD_PATH}/*`]) app.all(url, disabledWithoutClients);
   }
-  return serverHandle(app, config.http, extraQueues, dashboard);
+  return serverHandle(app, settings.http, extraQueues, dashboard);
 }
 
 /** Fastify's types leave out a hop count, which it takes as "the nearest N proxies": so spelled. */
@@ -138,7 +139,7 @@ function quietLevelOf(logger: Logger): LogLevel {
   return logger.levelVal >= warn ? (logger.level as LogLevel) : 'warn';
 }
 
-interface OperatorRouteDeps extends Pick<HttpServerDeps, 'config' | 'database' | 'queue' | 'publish' | 'redis'> {
+interface OperatorRouteDeps extends Pick<HttpServerDeps, 'httpSettings' | 'database' | 'queue' | 'publish' | 'redis'> {
   gate: Gate;
   extraQueues: readonly Queue[];
   bodyLimitBytes: number;
@@ -154,11 +155,11 @@ async function registerOperatorRoutes(app: FastifyInstance, deps: OperatorRouteD
     api.removeContentTypeParser('text/plain');
     registerBatchRoutes(api, {
       publish: deps.publish,
-      defaultInstituteId: deps.config.classroom.instituteId,
+      defaultInstituteId: deps.httpSettings.defaultInstituteId,
       bodyLimitBytes: deps.bodyLimitBytes,
     });
   });
-  const secret = sessionSecret({ configured: deps.config.http.sessionSecret, redis: deps.redis, prefix: deps.config.queuePrefix });
+  const secret = sessionSecret({ configured: deps.httpSettings.http.sessionSecret, redis: deps.redis, prefix: deps.httpSettings.queuePrefix });
   const session = createDashboardSession(deps.gate.directory, secret, deps.clock);
   return registerDashboard(app, {
     db: deps.database.db,

@@ -5,7 +5,6 @@
 // :00, :15, :30 and :45 UTC whichever process registered the schedule first.
 import { Queue, type Telemetry, Worker } from 'bullmq';
 import type { Remotes } from '../accounts/remotes.ts';
-import type { Config } from '../config/config.ts';
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../logging/logger.ts';
 import { type Redis, createRedis } from '../redis/connection.ts';
@@ -13,7 +12,8 @@ import type { SyncQueue } from '../sync/queue.ts';
 import { runReconciliation } from './run.ts';
 import { type ReconcileReport, emptyCounts } from './types.ts';
 import { everyKeyRefused } from './accounts.ts';
-import { reconcileDepsOf, reconcileOptionsOf } from './setup.ts';
+import type { ReconcileSettings } from './settings.ts';
+import { reconcileDepsOf } from './setup.ts';
 
 export const RECONCILE_QUEUE = 'reconcile';
 export const RECONCILE_SCHEDULER_ID = 'reconcile-every';
@@ -33,7 +33,8 @@ export interface Reconciler {
 
 /** What the scheduled passes use (a Runtime has all of it). */
 export interface ReconcilerDeps {
-  config: Pick<Config, 'queuePrefix' | 'redisUrl' | 'sync' | 'classroom' | 'accounts'>;
+  /** Reconciliation's settings (src/reconcile/settings.ts), built once from the configuration. */
+  reconcileSettings: ReconcileSettings;
   logger: Logger;
   /** For the reconcile queue; the worker opens a connection of its own. */
   redis: Redis;
@@ -56,21 +57,21 @@ export interface ReconcilerOptions {
 }
 
 export async function createReconciler(deps: ReconcilerDeps, options: ReconcilerOptions = {}): Promise<Reconciler> {
-  const { config, logger, telemetry } = deps;
+  const { reconcileSettings: settings, logger, telemetry } = deps;
   const queue = new Queue<Record<string, never>, ReconcileJobResult>(RECONCILE_QUEUE, {
     connection: deps.redis,
-    prefix: config.queuePrefix,
+    prefix: settings.queuePrefix,
     ...(telemetry ? { telemetry } : {}),
   });
-  await placeSchedule(queue, options.everyMs ?? config.sync.reconcileEveryMs);
+  await placeSchedule(queue, options.everyMs ?? settings.everyMs);
 
   let worker: Reconciler['worker'];
   // Blocking commands need a connection of their own.
-  const connection = options.worker === false ? undefined : createRedis(config.redisUrl, 'worker');
+  const connection = options.worker === false ? undefined : createRedis(settings.redisUrl, 'worker');
   if (connection) {
     worker = new Worker<Record<string, never>, ReconcileJobResult>(RECONCILE_QUEUE, reconcileJob(deps, options), {
       connection,
-      prefix: config.queuePrefix,
+      prefix: settings.queuePrefix,
       concurrency: 1,
       // Each pass is a trace of its own: the tick's job, its statements and its remote calls.
       ...(telemetry ? { telemetry } : {}),
@@ -110,7 +111,7 @@ async function placeSchedule(queue: Reconciler['queue'], everyMs: number): Promi
 
 /** One tick: a pass, or a skip while the key is refused; a pass with errors fails the job. */
 function reconcileJob(deps: ReconcilerDeps, options: ReconcilerOptions): () => Promise<ReconcileJobResult> {
-  const { config, logger } = deps;
+  const { reconcileSettings: settings, logger } = deps;
   return async () => {
     // While every key is refused every listing would fail: the credentials alert already speaks.
     const refused = await everyKeyRefused(deps.remotes);
@@ -120,7 +121,7 @@ function reconcileJob(deps: ReconcilerDeps, options: ReconcilerOptions): () => P
     }
     const report = await runReconciliation(reconcileDepsOf(deps, logger), {
       trigger: 'schedule',
-      ...reconcileOptionsOf(config),
+      ...settings.pass,
       ...(options.linkChecks === undefined ? {} : { linkChecks: options.linkChecks }),
       ...(options.onRun ? { onRun: options.onRun } : {}),
     });

@@ -1,14 +1,16 @@
 // What a pass needs from the process's dependencies and its configuration: the one place they are
 // put together (the scheduled job, the `reconcile` command, tests and the benchmark all start here).
 import type { Remotes } from '../accounts/remotes.ts';
-import type { Config } from '../config/config.ts';
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { SyncQueue } from '../sync/queue.ts';
 import type { Redis } from '../redis/connection.ts';
 import { clientsOf } from './accounts.ts';
 import { listingCachesOf } from './share-listing.ts';
-import type { ReconcileDeps, ReconcileOptions } from './run.ts';
+import type { ReconcileDeps } from './run.ts';
+import type { ReconcileSettings } from './settings.ts';
+
+export { reconcileOptionsOf } from './settings.ts';
 
 /** What a pass's dependencies are made from (a Runtime has all of it). */
 export interface ReconcileSources {
@@ -20,23 +22,12 @@ export interface ReconcileSources {
   logger: Logger;
   /** The Redis of the accounts' rate limits, and its prefix: a pass shares listings with batches in doubt through it (none: not shared). */
   redis?: Redis | undefined;
-  config?: Pick<Config, 'queuePrefix'> | undefined;
+  reconcileSettings?: Pick<ReconcileSettings, 'queuePrefix'> | undefined;
 }
 
 /** Fresh for each pass: the accounts' breakers are read once per pass. */
 export function reconcileDepsOf(sources: ReconcileSources, logger = sources.logger): ReconcileDeps {
-  const { redis, config } = sources;
-  const listingCache = redis && config ? listingCachesOf(redis, config.queuePrefix, sources.remotes) : undefined;
+  const { redis, reconcileSettings: settings } = sources;
+  const listingCache = redis && settings ? listingCachesOf(redis, settings.queuePrefix, sources.remotes) : undefined;
   return { db: sources.database.db, clientFor: clientsOf(sources.remotes), queue: sources.queue, logger, listingCache };
-}
-
-export function reconcileOptionsOf(config: Pick<Config, 'classroom' | 'accounts' | 'sync'>) {
-  return {
-    defaultInstituteId: config.classroom.instituteId,
-    configuredInstituteIds: config.accounts.flatMap((account) => account.instituteIds),
-    stuckAfterMs: config.sync.stuckAfterMs,
-    nameRules: { minCut: config.classroom.nameMinCut },
-    repairNames: config.sync.repairNames,
-    archiveOnCancel: config.sync.archiveOnCancel,
-  } satisfies Partial<ReconcileOptions>;
 }

@@ -13,9 +13,15 @@ import { type Redis, createRedis } from '../redis/connection.ts';
 import { within } from '../support/timeout.ts';
 import { type SyncQueue, closeQueues, createSyncQueue, waitForQueueReady } from '../sync/queue.ts';
 import { queueTelemetry } from '../telemetry/queue-telemetry.ts';
+import { type SyncWorkerSettings, syncWorkerSettingsOf } from '../sync/settings.ts';
+import { type ReconcileSettings, reconcileSettingsOf } from '../reconcile/settings.ts';
 
 export interface Runtime {
   config: Config;
+  /** The sync worker's settings (src/sync/settings.ts): what it is handed instead of the configuration. */
+  syncSettings: SyncWorkerSettings;
+  /** Reconciliation's settings (src/reconcile/settings.ts). */
+  reconcileSettings: ReconcileSettings;
   logger: Logger;
   database: Database;
   /** For queues and producers. */
@@ -56,6 +62,8 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
   const workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   return {
     config,
+    syncSettings: syncWorkerSettingsOf(config),
+    reconcileSettings: reconcileSettingsOf(config),
     logger,
     database,
     redis,

@@ -3,7 +3,6 @@ import { type MinimalJob, Worker } from 'bullmq';
 import { UNMETERED, createRemoteClient } from '../accounts/clients.ts';
 import type { Telemetry } from 'bullmq';
 import type { Remotes } from '../accounts/remotes.ts';
-import type { Config } from '../config/config.ts';
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../logging/logger.ts';
 import { type Redis, createRedis } from '../redis/connection.ts';
@@ -13,7 +12,8 @@ import { stepBackoff } from './backoff.ts';
 import { createCredentialsGuard } from './credentials.ts';
 import { accountLagMonitor } from './lag-monitor.ts';
 import { accountListings } from './institute-listing.ts';
-import type { SyncSettings, Transition } from './machine.ts';
+import type { Transition } from './machine.ts';
+import type { SyncWorkerSettings } from './settings.ts';
 import type { ProcessorDeps, SyncAccount } from './types.ts';
 import { type SyncJobResult, createSyncProcessor, syncJobResult } from './processor.ts';
 import { BACKGROUND_QUEUE, BACKOFF_STRATEGY, SYNC_QUEUE, type SyncJobData, type SyncQueue, type SyncResult } from './queue.ts';
@@ -35,7 +35,8 @@ export interface SyncWorker {
 
 /** What the sync workers use (a Runtime has all of it). */
 export interface SyncWorkerDeps {
-  config: Pick<Config, 'sync' | 'accounts' | 'classroom' | 'redisUrl' | 'queuePrefix'>;
+  /** The worker's settings (src/sync/settings.ts), built once from the configuration. */
+  syncSettings: SyncWorkerSettings;
   logger: Logger;
   database: Pick<Database, 'db'>;
   queue: SyncQueue;
@@ -59,21 +60,8 @@ export interface SyncWorkerOptions {
   clock?: Clock;
 }
 
-/** The state machine's settings from the configuration. */
-export function syncSettings(config: SyncWorkerDeps['config']): SyncSettings {
-  return {
-    leaseMs: config.sync.leaseMs,
-    settleMs: config.sync.settleMs,
-    requestTimeoutMs: Math.max(...config.accounts.map((account) => account.classroom.timeoutMs)),
-    readLagMs: config.sync.readLagMs,
-    throttlePauseMs: config.classroom.throttlePauseMs,
-    nameRules: { minCut: config.classroom.nameMinCut },
-    archiveOnCancel: config.sync.archiveOnCancel,
-  };
-}
-
 export function createSyncWorker(deps: SyncWorkerDeps, options: SyncWorkerOptions = {}): SyncWorker {
-  const { config, logger, database, queue, workerId } = deps;
+  const { syncSettings: settings, logger, database, queue, workerId } = deps;
   // Set once the workers exist; the guards only pause and resume them.
   let pools: Worker<SyncJobData, SyncResult>[] = [];
   const accounts = syncAccounts(deps, () => pools);
@@ -81,21 +69,21 @@ export function createSyncWorker(deps: SyncWorkerDeps, options: SyncWorkerOption
     db: database.db,
     logger,
     workerId,
-    settings: syncSettings(config),
+    settings: settings.run,
     onTransition: options.onTransition,
     accountFor: accounts.forInstitute,
     sharedSlots: deps.remotes.all.length > 1,
-    outageRetryMs: config.sync.backoffMaxMs,
+    outageRetryMs: settings.backoffMaxMs,
   };
   const processor = observeResults(labelRuns(createSyncProcessor(processorDeps)), options.onJobResult);
   // Blocking commands need connections of their own. The background workers (operator work and
   // backfill) have slots of their own: they may wait for a rate-limit slot without taking one from live work.
-  const connections = [createRedis(config.redisUrl, 'worker'), createRedis(config.redisUrl, 'worker')] as const;
-  const worker = createBullWorker(deps, { name: SYNC_QUEUE, concurrency: config.sync.concurrency, connection: connections[0] }, processor);
-  const background = createBullWorker(deps, { name: BACKGROUND_QUEUE, concurrency: config.sync.backgroundConcurrency, connection: connections[1] }, processor);
+  const connections = [createRedis(settings.redisUrl, 'worker'), createRedis(settings.redisUrl, 'worker')] as const;
+  const worker = createBullWorker(deps, { name: SYNC_QUEUE, concurrency: settings.concurrency, connection: connections[0] }, processor);
+  const background = createBullWorker(deps, { name: BACKGROUND_QUEUE, concurrency: settings.backgroundConcurrency, connection: connections[1] }, processor);
   pools = [worker, background];
 
-  const sweep = createSweeper({ db: database.db, queue, redis: deps.redis, logger }, { stuckAfterMs: config.sync.stuckAfterMs });
+  const sweep = createSweeper({ db: database.db, queue, redis: deps.redis, logger }, { stuckAfterMs: settings.stuckAfterMs });
   const stopHousekeeping = options.autoSweep === false ? undefined : startHousekeeping(deps, sweep, options.clock);
 
   let closing: Promise<void> | undefined;
@@ -103,7 +91,7 @@ export function createSyncWorker(deps: SyncWorkerDeps, options: SyncWorkerOption
     worker,
     background,
     sweep,
-    close(graceMs = config.sync.shutdownGraceMs) {
+    close(graceMs = settings.shutdownGraceMs) {
       closing ??= (async () => {
         stopHousekeeping?.();
         for (const account of accounts.all) account.credentials.close();
@@ -134,9 +122,9 @@ type SyncProcessor = ReturnType<typeof createSyncProcessor>;
  * account is refused takes no jobs until one works again; otherwise only the refused account's
  * jobs wait (src/sync/credentials.ts).
  */
-function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes' | 'redis' | 'config'>, pools: () => Worker<SyncJobData, SyncResult>[]) {
+function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes' | 'redis' | 'syncSettings'>, pools: () => Worker<SyncJobData, SyncResult>[]) {
   const { logger, remotes, redis } = deps;
-  const { queuePrefix } = deps.config;
+  const { queuePrefix } = deps.syncSettings;
   const named = remotes.all.length > 1;
   let paused = false;
   const all: SyncAccount[] = [];
@@ -161,7 +149,7 @@ function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes' | 'redis' 
       onChange,
     });
     const owner = { queuePrefix, classroom: account.classroom };
-    const lagMonitor = accountLagMonitor(redis, owner, deps.config.sync.readLagMs);
+    const lagMonitor = accountLagMonitor(redis, owner, deps.syncSettings.run.readLagMs);
     const listings = accountListings(redis, owner, logger);
     all.push({ name: account.name, classroom: remote.classroom, limiter: remote.limiter, credentials, lagMonitor, listings });
   }
@@ -175,14 +163,14 @@ function syncAccounts(deps: Pick<SyncWorkerDeps, 'logger' | 'remotes' | 'redis' 
 
 /** A BullMQ worker over one of the sync queues, with the lock, stall and backoff settings the lease relies on. */
 function createBullWorker(
-  deps: Pick<SyncWorkerDeps, 'config' | 'logger' | 'telemetry'>,
+  deps: Pick<SyncWorkerDeps, 'syncSettings' | 'logger' | 'telemetry'>,
   pool: { name: string; concurrency: number; connection: Redis },
   processor: SyncProcessor,
 ): Worker<SyncJobData, SyncResult> {
-  const { config, logger, telemetry } = deps;
+  const { syncSettings: settings, logger, telemetry } = deps;
   const worker = new Worker<SyncJobData, SyncResult>(pool.name, processor, {
     connection: pool.connection,
-    prefix: config.queuePrefix,
+    prefix: settings.queuePrefix,
     concurrency: pool.concurrency,
     // Each run is a span in its batch's trace (child of where the job was added, whichever process).
     ...(telemetry ? { telemetry } : {}),
@@ -192,12 +180,12 @@ function createBullWorker(
     // How soon a dead process's jobs are noticed and handed to a live one: the lock runs out within
     // SYNC_JOB_LOCK of its last renewal and the next stall check (every half of it) moves them back,
     // about when the batch's lease (SYNC_LEASE, renewed by the run's heartbeat) runs out too.
-    lockDuration: config.sync.jobLockMs,
-    stalledInterval: Math.max(500, Math.round(config.sync.jobLockMs / 2)),
+    lockDuration: settings.jobLockMs,
+    stalledInterval: Math.max(500, Math.round(settings.jobLockMs / 2)),
     settings: {
       // The wait grows with the failures in a row of the batch's step, not with attemptsMade (backoff.ts).
       backoffStrategy: (attemptsMade: number, type?: string, _error?: Error, job?: MinimalJob<SyncJobData>) =>
-        type === BACKOFF_STRATEGY ? stepBackoff(job, attemptsMade, { baseMs: config.sync.backoffBaseMs, maxMs: config.sync.backoffMaxMs }) : 1_000,
+        type === BACKOFF_STRATEGY ? stepBackoff(job, attemptsMade, { baseMs: settings.backoffBaseMs, maxMs: settings.backoffMaxMs }) : 1_000,
     },
   });
   worker.on('error', (error) => logger.error({ err: error }, 'worker error'));
@@ -212,16 +200,20 @@ function createBullWorker(
  * messages, and fold the counts' deltas (so `status` and the metrics read a few rows). Each on a
  * timer of its own: a sweep that keeps failing (Redis down) must not stop the pruning.
  */
-function startHousekeeping(deps: Pick<SyncWorkerDeps, 'config' | 'database' | 'logger'>, sweep: () => Promise<unknown>, clock: Clock | undefined): () => void {
-  const { config, database, logger } = deps;
-  const prune = () => pruneOld(database.db, config.sync.eventsRetentionMs);
+function startHousekeeping(
+  deps: Pick<SyncWorkerDeps, 'syncSettings' | 'database' | 'logger'>,
+  sweep: () => Promise<unknown>,
+  clock: Clock | undefined,
+): () => void {
+  const { syncSettings: settings, database, logger } = deps;
+  const prune = () => pruneOld(database.db, settings.eventsRetentionMs);
   return repeatTasks(
     [
       { run: sweep, failure: 'sweep failed; will try again' },
       { run: prune, failure: 'pruning old audit rows and webhook messages failed; will try again' },
       { run: () => compactCounts(database.db), failure: 'folding the counts of batches and webhook messages failed; will try again' },
     ],
-    { everyMs: config.sync.sweepEveryMs, logger, ...(clock ? { clock } : {}) },
+    { everyMs: settings.sweepEveryMs, logger, ...(clock ? { clock } : {}) },
   );
 }
 

@@ -15,6 +15,7 @@ import { createMetrics } from '../../src/metrics/metrics.ts';
 import { ROOT, killAllChildren, runCli, scratchDir, startCli } from '../helpers/cli.ts';
 import { publishDepsOf } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
+import { httpSettingsOf } from '../../src/http/settings.ts';
 
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
 const sorted = (names: Iterable<string>) => [...new Set(names)].sort();
@@ -166,7 +167,12 @@ describe('Dockerfile', () => {
   it("HEALTHCHECK passes against the worker's HTTP server on PORT, and fails when nothing answers", async () => {
     const healthcheck = execForm(/^HEALTHCHECK .*?CMD (\[.*\])$/m);
     const port = await freePort();
-    const server: HttpServer = await createHttpServer({ ...h.runtime, metrics: createMetrics({ defaultMetrics: false }), publish: publishDepsOf(h.runtime) });
+    const server: HttpServer = await createHttpServer({
+      ...h.runtime,
+      httpSettings: httpSettingsOf(h.config),
+      metrics: createMetrics({ defaultMetrics: false }),
+      publish: publishDepsOf(h.runtime),
+    });
     try {
       await server.listen({ port, host: '127.0.0.1' });
       expect(await runHealthcheck(healthcheck, { PORT: String(port) })).toBe(0);

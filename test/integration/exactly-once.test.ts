@@ -9,7 +9,7 @@ import * as mapping from '../../src/mapping/index.ts';
 import { DeferError } from '../../src/sync/errors.ts';
 import { runBatch } from '../../src/sync/machine.ts';
 import { retryBatches } from '../../src/sync/retry-batches.ts';
-import { syncSettings } from '../../src/sync/sync-worker.ts';
+
 import { rowOf, untilSynced, untilTerminal } from '../helpers/batches.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarnessWithWorker } from '../helpers/use-harness.ts';
@@ -168,7 +168,7 @@ describe('one runner per batch', () => {
       db,
       classroom: h.runtime.remotes.default.classroom,
       logger: createLogger({ level: 'silent' }),
-      settings: syncSettings(h.config),
+      settings: h.runtime.syncSettings.run,
       workerId: 'runner-next',
     };
     await runBatch(deps, key, 2);
@@ -186,7 +186,7 @@ describe('one runner per batch', () => {
         db: h.runtime.database.db,
         classroom: h.runtime.remotes.default.classroom,
         logger: createLogger({ level: 'silent' }),
-        settings: { ...syncSettings(h.config), leaseMs: 3_000, settleMs: 150, throttlePauseMs: 100 },
+        settings: { ...h.runtime.syncSettings.run, leaseMs: 3_000, settleMs: 150, throttlePauseMs: 100 },
       };
       const key = { instituteId: h.config.classroom.instituteId, batchId };
       const results = await Promise.allSettled([runBatch({ ...deps, workerId: 'runner-a' }, key, 1), runBatch({ ...deps, workerId: 'runner-b' }, key, 1)]);

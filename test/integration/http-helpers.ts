@@ -11,6 +11,7 @@ import { type Runtime, createRuntime, publishDepsOf } from '../../src/runtime/ru
 import { type Harness, REDIS_URL, dropQueueKeys } from '../helpers/harness.ts';
 import { standIn } from '../helpers/stand-in.ts';
 import type { HarnessScope } from '../helpers/use-harness.ts';
+import { httpSettingsOf } from '../../src/http/settings.ts';
 
 export const TOKEN = `tok-${randomBytes(16).toString('hex')}`;
 export const BEARER = { authorization: `Bearer ${TOKEN}` };
@@ -61,7 +62,12 @@ export async function startLoneServer(env: Record<string, string> = {}): Promise
   });
   const runtime = createRuntime(config);
   if (config.redisUrl === REDIS_URL) await runtime.redis.ping();
-  const http = await createHttpServer({ ...runtime, metrics: createMetrics({ defaultMetrics: false }), publish: publishDepsOf(runtime) });
+  const http = await createHttpServer({
+    ...runtime,
+    httpSettings: httpSettingsOf(runtime.config),
+    metrics: createMetrics({ defaultMetrics: false }),
+    publish: publishDepsOf(runtime),
+  });
   const url = await http.listen({ port: 0, host: '127.0.0.1' });
   return {
     url,

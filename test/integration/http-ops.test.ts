@@ -11,6 +11,7 @@ import { dropQueueKeys, publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 import { BEARER, TOKEN, basic, call, configFor, startTestWorker, useTestWorker } from './http-helpers.ts';
 import { promtool as runPromtool } from '../helpers/promql.ts';
+import { httpSettingsOf } from '../../src/http/settings.ts';
 
 const harness = useHarness();
 const { h } = harness;
@@ -50,7 +51,7 @@ describe('probes', () => {
       const logger = createLogger({ level: 'debug', destination: { write: (line: string) => void lines.push(JSON.parse(line)) } });
       const runtime = createRuntime(configFor(h, override), { logger });
       const server = await createHttpServer(
-        { ...runtime, metrics: createMetrics({ defaultMetrics: false }), publish: publishDepsOf(runtime) },
+        { ...runtime, httpSettings: httpSettingsOf(runtime.config), metrics: createMetrics({ defaultMetrics: false }), publish: publishDepsOf(runtime) },
         { probeTimeoutMs: 500 },
       );
       try {

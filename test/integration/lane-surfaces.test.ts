@@ -17,6 +17,7 @@ import { killAllChildren, runCli, scratchDir } from '../helpers/cli.ts';
 import { publishDepsOf, waitFor } from '../helpers/harness.ts';
 import { useHarness } from '../helpers/use-harness.ts';
 import { BEARER, TOKEN, call } from './http-helpers.ts';
+import { httpSettingsOf } from '../../src/http/settings.ts';
 
 const { h, defer, syncWorker } = useHarness({ env: { API_TOKEN: TOKEN, SYNC_STUCK_AFTER: '1m' } });
 defer(killAllChildren);
@@ -80,7 +81,12 @@ describe('the way in decides the lane', () => {
 
 describe('operators see the lanes', () => {
   it('status, status --json, the batch API and /metrics show each lane with its batches and its oldest', async () => {
-    const server = await createHttpServer({ ...h.runtime, metrics: createMetrics({ defaultMetrics: false }), publish: publishDepsOf(h.runtime) });
+    const server = await createHttpServer({
+      ...h.runtime,
+      httpSettings: httpSettingsOf(h.config),
+      metrics: createMetrics({ defaultMetrics: false }),
+      publish: publishDepsOf(h.runtime),
+    });
     defer(() => server.close());
     const url = await server.listen({ port: 0, host: '127.0.0.1' });
     const posted = await call(`${url}/v1/batches`, { method: 'POST', headers: BEARER, json: [event('live-api'), event('under-way')] });
