@@ -26,6 +26,10 @@ function outboxTrigger(): { file: string; types: string[] } {
   return { file, types: [...body.matchAll(/kind := '(batch\.[a-z_]+)'/g)].map((m) => m[1]!).sort() };
 }
 
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? filesUnder(join(dir, entry.name)) : [join(dir, entry.name)]));
+}
+
 function foldersOf(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true })
     .filter((entry) => entry.isDirectory())
@@ -71,10 +75,27 @@ describe('ARCHITECTURE.md', () => {
     expect(section('## How to add a remote operation')).toContain('src/classroom/operations.ts');
   });
 
-  it('names only source files that exist', () => {
-    const named = [...new Set(doc.match(/\bsrc\/[\w./-]+\.(?:ts|mjs)\b/g) ?? [])];
+  it('names only source, test and script files that exist', () => {
+    const named = [...new Set(doc.match(/\b(?:src|test|scripts|bench)\/[\w./-]+\.(?:ts|mjs|cjs)\b/g) ?? [])];
     expect(named.length).toBeGreaterThan(20);
     expect(named.filter((path) => !existsSync(join(root, path)))).toEqual([]);
+  });
+
+  it('names by bare name only files that exist somewhere in the repository', () => {
+    const files = new Set(
+      ['src', 'test', 'scripts', 'bench'].flatMap((dir) => filesUnder(join(root, dir))).map((path) => path.slice(path.lastIndexOf('/') + 1)),
+    );
+    files.add('.dependency-cruiser.cjs');
+    const bare = [...new Set(doc.match(/(?<![\w/.-])[\w.-]+\.(?:ts|mjs|cjs)\b/g) ?? [])];
+    expect(bare.length).toBeGreaterThan(40);
+    expect(bare.filter((name) => !files.has(name))).toEqual([]);
+  });
+
+  it('cites as proof only tests that exist', () => {
+    const tests = new Set(filesUnder(join(root, 'test')).map((path) => path.slice(path.lastIndexOf('/') + 1)));
+    const cited = [...new Set(doc.match(/[\w.-]+\.test\.ts\b/g) ?? [])].map((name) => name.replace(/^.*\//, ''));
+    expect(cited.length).toBeGreaterThan(10);
+    expect(cited.filter((name) => !tests.has(name))).toEqual([]);
   });
 
   it('walks one batch from event to synced through files in order, and stays under 200 lines', () => {
