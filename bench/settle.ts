@@ -12,19 +12,16 @@
 // CLASSROOM_TIMEOUT set (but SYNC_READ_LAG with --read-lag); 60 batches published at once; waits
 // (at most 15 minutes) for all of them to be synced, failed or needs_review. A remote_call row's `at`
 // is written when the call has ended (src/sync/journal.ts), so the end of a call is its `at`.
-import { loadConfig } from '../src/config/config.ts';
 import { parseDuration } from '../src/config/duration.ts';
 import { publishBatches } from '../src/intake/publish.ts';
-import { createLogger } from '../src/logging/logger.ts';
-import { createRuntime, publishDepsOf } from '../src/runtime/runtime.ts';
-import { type SandboxState, sandboxOptionsFromConfig, startSandbox } from '../src/sandbox/index.ts';
-import { createSyncWorker } from '../src/sync/sync-worker.ts';
+import { publishDepsOf } from '../src/runtime/runtime.ts';
+import type { SandboxState } from '../src/sandbox/index.ts';
+import { FAULT_RATES, withInProcessFleet } from './support/in-process.ts';
 import { type Machine, type Row, commit, machineAtEnd, machineAtStart, publish, quantile, round } from './support/report.ts';
-import { argValue, benchEvents, createScratch, scratchPool, sleep } from './support/scratch.ts';
+import { argValue, benchEvents, type scratchPool, sleep } from './support/scratch.ts';
 
 const SCENARIOS = ['no-lag', 'lag'] as const;
 type Scenario = (typeof SCENARIOS)[number];
-const FAULT_RATES = { error5xx: 0.05, error5xxAfterStore: 0.05, bodyError: 0.05 };
 const BATCHES = 60;
 const BOUND_MS = 15 * 60_000;
 const SLOW_MS = 60_000;
@@ -53,20 +50,19 @@ async function main(): Promise<void> {
 
 /** One scenario on its own database, queue prefix, sandbox and worker; all removed afterwards. */
 async function measure(scenario: Scenario, readLagFlagMs: number | undefined) {
-  const scratch = await createScratch(`settle-${scenario}`);
-  const base = { ...scratch.env, ...(readLagFlagMs ? { SYNC_READ_LAG: `${readLagFlagMs}ms` } : {}) };
-  const readLag = loadConfig(base).sync.readLagMs;
-  console.error(
-    `${scenario}: SYNC_READ_LAG ${readLag / 1000} s (${readLagFlagMs ? '--read-lag' : 'default'}); sandbox read lag ${scenario === 'lag' ? `[0, ${readLag / 1000}] s` : 'none'}`,
-  );
-  const faults = { rates: FAULT_RATES, ...(scenario === 'lag' ? { readLagMs: readLag } : {}) };
   const seedFlag = argValue('--seed');
-  const sandbox = await startSandbox({ ...sandboxOptionsFromConfig(loadConfig(base)), faults, ...(seedFlag ? { seed: Number(seedFlag) } : {}) });
-  const runtime = createRuntime(loadConfig({ ...base, CLASSROOM_BASE_URL: sandbox.url }), { logger: createLogger({ level: 'silent' }) });
-  const worker = createSyncWorker(runtime);
-  const pool = scratchPool(scratch);
-  try {
-    await worker.worker.waitUntilReady();
+  const setup = {
+    env: readLagFlagMs ? { SYNC_READ_LAG: `${readLagFlagMs}ms` } : {},
+    sandbox: (config: { sync: { readLagMs: number } }) => ({
+      faults: { rates: FAULT_RATES, ...(scenario === 'lag' ? { readLagMs: config.sync.readLagMs } : {}) },
+      ...(seedFlag ? { seed: Number(seedFlag) } : {}),
+    }),
+  };
+  return withInProcessFleet(`settle-${scenario}`, setup, async ({ sandbox, runtime, pool }) => {
+    const readLag = runtime.config.sync.readLagMs;
+    console.error(
+      `${scenario}: SYNC_READ_LAG ${readLag / 1000} s (${readLagFlagMs ? '--read-lag' : 'default'}); sandbox read lag ${scenario === 'lag' ? `[0, ${readLag / 1000}] s` : 'none'}`,
+    );
     const started = performance.now();
     const publishedAt = new Date();
     await publishBatches(publishDepsOf(runtime), benchEvents(scenario, BATCHES));
@@ -75,13 +71,7 @@ async function measure(scenario: Scenario, readLagFlagMs: number | undefined) {
     const figures = await collect(pool, sandbox.state({ classes: false }));
     await explain(pool, figures.slowBatches, publishedAt);
     return { scenario, readLagMs: readLag, wallMs: round(wallMs), seed: sandbox.state({ classes: false }).seed, ...figures };
-  } finally {
-    await worker.close();
-    await runtime.close();
-    await sandbox.close();
-    await pool.end();
-    await scratch.drop();
-  }
+  });
 }
 
 async function waitForTerminal(pool: Pool, scenario: Scenario): Promise<void> {

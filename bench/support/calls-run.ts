@@ -2,17 +2,13 @@
 // calls a minute whose reads lag as the scenario says, one in-process worker whose limiter is set to
 // the same R, N batches published at once; then what the calls went on, from the sandbox's side.
 import type pg from 'pg';
-import { loadConfig } from '../../src/config/config.ts';
 import { publishBatches } from '../../src/intake/publish.ts';
-import { createLogger } from '../../src/logging/logger.ts';
-import { createRuntime, publishDepsOf } from '../../src/runtime/runtime.ts';
-import { FAULT_KINDS, type RunningSandbox, sandboxOptionsFromConfig, startSandbox } from '../../src/sandbox/index.ts';
-import { createSyncWorker } from '../../src/sync/sync-worker.ts';
+import { publishDepsOf } from '../../src/runtime/runtime.ts';
+import { FAULT_KINDS, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { FAULT_RATES, withInProcessFleet } from './in-process.ts';
 import { round } from './report.ts';
-import { benchEvents, createScratch, scratchPool, sleep } from './scratch.ts';
+import { benchEvents, sleep } from './scratch.ts';
 
-/** As bench/settle.ts: 5xx before storing, 5xx after storing, HTTP 200 with body status 500; every operation. */
-export const FAULT_RATES = { error5xx: 0.05, error5xxAfterStore: 0.05, bodyError: 0.05 };
 const TERMINAL = `('synced', 'failed', 'needs_review', 'abandoned', 'cancelled')`;
 const SAMPLE_EVERY_MS = 250;
 
@@ -47,32 +43,26 @@ interface LagRefusals {
 }
 
 export async function measureCalls(scenario: CallsScenario, settings: CallsSettings) {
-  const scratch = await createScratch(`calls-${scenario.lagMs}`);
-  const env = { ...scratch.env, CLASSROOM_RATE_LIMIT_PER_MINUTE: String(settings.rate) };
   const lag = scenario.lagMs ? { readLagMs: scenario.lagMs, ...(scenario.uniform ? {} : { readLagMinMs: scenario.lagMs }) } : {};
   const faults = { ...(scenario.faults ? { rates: FAULT_RATES } : {}), ...lag };
-  const sandbox = await startSandbox({ ...sandboxOptionsFromConfig(loadConfig(env)), rateLimitPerMinute: settings.rate, faults, seed: settings.seed });
-  const refused = countLagRefusals(sandbox);
-  const runtime = createRuntime(loadConfig({ ...env, CLASSROOM_BASE_URL: sandbox.url }), { logger: createLogger({ level: 'silent' }) });
-  const worker = createSyncWorker(runtime);
-  const pool = scratchPool(scratch);
-  try {
-    await worker.worker.waitUntilReady();
-    const started = performance.now();
-    await publishBatches(publishDepsOf(runtime), benchEvents('calls', settings.batches));
-    const samples = await sampleUntilTerminal(sandbox, pool, boundMs(scenario, settings), scenarioLabel(scenario));
-    const wallMs = performance.now() - started;
-    const sandboxSide = fromSandbox(sandbox, refused.counts);
-    const window = await steadyWindow(pool, samples, settings);
-    return { scenario, label: scenarioLabel(scenario), ...sandboxSide, ...(await fromDatabase(pool)), window, wallMs: round(wallMs) };
-  } finally {
-    refused.stop();
-    await worker.close();
-    await runtime.close();
-    await sandbox.close();
-    await pool.end();
-    await scratch.drop();
-  }
+  const setup = {
+    env: { CLASSROOM_RATE_LIMIT_PER_MINUTE: String(settings.rate) },
+    sandbox: () => ({ rateLimitPerMinute: settings.rate, faults, seed: settings.seed }),
+  };
+  return withInProcessFleet(`calls-${scenario.lagMs}`, setup, async ({ sandbox, runtime, pool }) => {
+    const refused = countLagRefusals(sandbox);
+    try {
+      const started = performance.now();
+      await publishBatches(publishDepsOf(runtime), benchEvents('calls', settings.batches));
+      const samples = await sampleUntilTerminal(sandbox, pool, boundMs(scenario, settings), scenarioLabel(scenario));
+      const wallMs = performance.now() - started;
+      const sandboxSide = fromSandbox(sandbox, refused.counts);
+      const window = await steadyWindow(pool, samples, settings);
+      return { scenario, label: scenarioLabel(scenario), ...sandboxSide, ...(await fromDatabase(pool)), window, wallMs: round(wallMs) };
+    } finally {
+      refused.stop();
+    }
+  });
 }
 
 /** Four times the run at 98 % of R, plus ten times the lag (the default patience), plus 5 minutes. */
