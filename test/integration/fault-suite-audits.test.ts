@@ -13,14 +13,20 @@ import { useHarness } from '../helpers/use-harness.ts';
 
 const { h } = useHarness();
 
-it('the lease audit names calls made without a live lease, and only those', async () => {
+/** The lease audit listening, `batchIds` published, and an add-class naming a batch (as the fault suite's do). */
+async function auditing(batchIds: readonly string[]) {
   await LeaseAuditor.install(h.config.databaseUrl);
   const auditor = new LeaseAuditor(h.sandbox);
   auditor.start();
   const client = h.runtime.remotes.default.classroom;
   const instituteId = h.config.classroom.instituteId;
+  for (const batchId of batchIds) await publishBatchCreated(publishDepsOf(h), { batchId, name: `Audit ${batchId}`, subject: 'Maths' });
   const send = (batchId: string) => client.addClass({ name: `Audit ${batchId}`, subject: 'Maths', instituteId, extra: { chaosRef: batchId } });
-  for (const batchId of ['none', 'live', 'expired']) await publishBatchCreated(publishDepsOf(h), { batchId, name: `Audit ${batchId}`, subject: 'Maths' });
+  return { auditor, client, instituteId, send };
+}
+
+it('the lease audit names calls made without a live lease, and only those', async () => {
+  const { auditor, client, instituteId, send } = await auditing(['none', 'live', 'expired']);
   const { classId: unleased } = await send('none');
   await acquireLease(h.runtime.database.db, { instituteId, batchId: 'live' }, 'audit', 3_000, 1, 1_000);
   const { classId: leased } = await send('live');
@@ -49,13 +55,8 @@ it('the lease audit names calls made without a live lease, and only those', asyn
 });
 
 it('the lease audit tells a call sent under a lease and read after it (in flight, given up on) from one sent without a lease', async () => {
-  await LeaseAuditor.install(h.config.databaseUrl);
-  const auditor = new LeaseAuditor(h.sandbox);
-  auditor.start();
-  const client = h.runtime.remotes.default.classroom;
-  const instituteId = h.config.classroom.instituteId;
+  const { auditor, instituteId, send } = await auditing(['in-flight', 'never-leased']);
   const { pool } = h.runtime.database;
-  const send = (batchId: string) => client.addClass({ name: `Audit ${batchId}`, subject: 'Maths', instituteId, extra: { chaosRef: batchId } });
   // What a run's write stores of an add-class its client gave up on: sent 1 ms before it was recorded.
   const givenUp = (batchId: string) =>
     pool.query(
@@ -63,7 +64,6 @@ it('the lease audit tells a call sent under a lease and read after it (in flight
        select id, clock_timestamp(), 'remote_call', 'addClass', 1, 'outcome_unknown' from batch_classes where batch_id = $1`,
       [batchId],
     );
-  for (const batchId of ['in-flight', 'never-leased']) await publishBatchCreated(publishDepsOf(h), { batchId, name: `Audit ${batchId}`, subject: 'Maths' });
   await acquireLease(h.runtime.database.db, { instituteId, batchId: 'in-flight' }, 'audit', 3_000, 1, 1_000);
   await givenUp('in-flight');
   await pool.query("update batch_classes set lease_expires_at = null where batch_id = 'in-flight'");
