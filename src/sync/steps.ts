@@ -2,7 +2,7 @@
 // writes. The writes are the mapping module's named operations (src/mapping); this file decides
 // which one follows which answer.
 import type { CallOptions } from '../classroom/client.ts';
-import { isClassroomError, isNotFound } from '../classroom/errors.ts';
+import { isClassroomError } from '../classroom/errors.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { AuditEvent, BatchState, Lease, MappingRow, ProgressRow } from '../mapping/index.ts';
 import * as mapping from '../mapping/index.ts';
