@@ -1,5 +1,6 @@
-// Every failure of a remote call is classified once, here, into what the sync state machine
-// needs to know: may the request have taken effect, and may it be sent again?
+// What a failure of a remote call can be, in what the sync state machine needs to know: may the
+// request have taken effect, and may it be sent again? The kinds and reasons are defined here; each
+// failure gets its kind once, where it is seen (transport.ts, answer.ts, call.ts, client.ts).
 
 import type { ClassroomOperation } from './operations.ts';
 

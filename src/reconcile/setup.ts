@@ -10,8 +10,6 @@ import { listingCachesOf } from './share-listing.ts';
 import type { ReconcileDeps } from './run.ts';
 import type { ReconcileSettings } from './settings.ts';
 
-export { reconcileOptionsOf } from './settings.ts';
-
 /** What a pass's dependencies are made from (a Runtime has all of it). */
 export interface ReconcileSources {
   database: Pick<Database, 'db'>;

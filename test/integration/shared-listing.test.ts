@@ -6,7 +6,8 @@ import { publishBatchCreated, publishBatches } from '../../src/intake/publish.ts
 import { createLogger } from '../../src/logging/logger.ts';
 import { budgetKey } from '../../src/ratelimit/keys.ts';
 import { runReconciliation } from '../../src/reconcile/run.ts';
-import { reconcileDepsOf, reconcileOptionsOf } from '../../src/reconcile/setup.ts';
+import { reconcileOptionsOf } from '../../src/reconcile/settings.ts';
+import { reconcileDepsOf } from '../../src/reconcile/setup.ts';
 import { SyncError } from '../../src/sync/errors.ts';
 import { type InstituteListings, accountListings, createInstituteListings } from '../../src/sync/institute-listing.ts';
 import { runBatch } from '../../src/sync/machine.ts';

@@ -12,7 +12,7 @@ describe('checkMappingFile', () => {
       HEAD,
       'export function fieldsOf(x: string) { return x; }',
       'export async function markDone(db: Db, id: number) {',
-      '  await execute(db, sql`update t set done = true where id = ${id}`);',
+      '  await execute(db, sql`update t set done = true where id = 1`);',
       '}',
     );
     expect(checkMappingFile('mark-done.ts', text)).toEqual([]);
